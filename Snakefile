@@ -1,0 +1,23 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/calibrate.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/parse.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/plots.smk"
+
+
+rule all:
+    input:
+        get_final_outputs(),
+    default_target: True

@@ -1,0 +1,1 @@
+"""Subcommands of the ``llmbench`` CLI, one module each (see ``llmbench.cli``)."""

@@ -1,0 +1,1 @@
+"""The embedded workload: a tiny Llama trained for real with PyTorch on the CPU."""

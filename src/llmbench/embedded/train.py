@@ -1,0 +1,159 @@
+"""Train the tiny Llama for real on the CPU, one process per rank, logging NeMo 2 step lines.
+
+Started by the rendered ``launch.sh`` through ``torchrun`` (local) or ``srun`` (Slurm);
+rank 0 prints one line per iteration in NeMo 2's format so that the same parser reads the
+embedded default and real NeMo logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llmbench.runspec import RunSpec
+
+DATA_POOL_SEQUENCES = 64
+"""Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""
+PEAK_LR = 3e-3
+WARMUP_STEPS = 5
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def rank_info(env: dict[str, str] | os._Environ[str] = os.environ) -> RankInfo:
+    """Rank from torchrun's variables, else from srun's (one task per rank)."""
+    if "RANK" in env:
+        return RankInfo(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)))
+    if "SLURM_PROCID" in env:
+        return RankInfo(
+            int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"]), int(env.get("SLURM_LOCALID", 0))
+        )
+    return RankInfo(0, 1, 0)
+
+
+def learning_rate(step: int, steps: int) -> float:
+    """Linear warm-up, then cosine decay to 10 % of the peak."""
+    if step < WARMUP_STEPS:
+        return PEAK_LR * (step + 1) / WARMUP_STEPS
+    progress = (step - WARMUP_STEPS) / max(1, steps - WARMUP_STEPS)
+    return PEAK_LR * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
+
+
+def nemo_step_line(
+    iteration: int, steps: int, lr: float, gbs: int, loss: float, step_time_s: float, peak_mem: int
+) -> str:
+    """One iteration in NeMo 2's ``Training epoch`` format (iterations counted from 0)."""
+    return (
+        f"Training epoch 0, iteration {iteration}/{steps - 1} | lr: {lr:.4g} | "
+        f"global_batch_size: {gbs} | global_step: {iteration} | "
+        f"peak_memory_usage: {peak_mem} | reduced_train_loss: {loss:.4f} | "
+        f"train_step_timing in s: {step_time_s:.6f} | consumed_samples: {(iteration + 1) * gbs}"
+    )
+
+
+def train(spec: RunSpec, info: RankInfo) -> None:
+    import torch
+    import torch.distributed as dist
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    torch.set_num_threads(spec.threads_per_rank)
+    distributed = info.world_size > 1
+    if distributed:
+        dist.init_process_group("gloo", rank=info.rank, world_size=info.world_size)
+
+    shape = spec.model
+    torch.manual_seed(1234)  # identical initial weights on every rank, as DDP expects
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=shape["vocab"],
+            hidden_size=shape["hidden"],
+            intermediate_size=shape["ffn_hidden"],
+            num_hidden_layers=shape["layers"],
+            num_attention_heads=shape["heads"],
+            num_key_value_heads=shape["query_groups"],
+            max_position_embeddings=spec.seq_len,
+            tie_word_embeddings=False,
+        )
+    )
+    if distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.01)
+    pool = torch.randint(
+        0,
+        shape["vocab"],
+        (DATA_POOL_SEQUENCES, spec.seq_len),
+        generator=torch.Generator().manual_seed(0),
+    )
+    mbs, ga = spec.micro_batch_size, spec.parallelism["ga"]
+    autocast = (
+        torch.autocast("cpu", dtype=torch.bfloat16)
+        if spec.dtype == "bf16"
+        else contextlib.nullcontext()
+    )
+    for step in range(spec.steps):
+        lr = learning_rate(step, spec.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = torch.zeros(())
+        for micro in range(ga):
+            first = ((step * ga + micro) * info.world_size + info.rank) * mbs
+            batch = pool[torch.arange(first, first + mbs) % DATA_POOL_SEQUENCES]
+            sync = micro == ga - 1 or not distributed
+            with (contextlib.nullcontext() if sync else model.no_sync()), autocast:
+                loss = model(input_ids=batch, labels=batch).loss / ga
+            loss.backward()
+            loss_sum += loss.detach().float()
+        optimizer.step()
+        if distributed:
+            dist.all_reduce(loss_sum)
+            loss_sum /= info.world_size
+        step_time_s = time.perf_counter() - start
+        if info.rank == 0:
+            peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            print(
+                nemo_step_line(
+                    step, spec.steps, lr, spec.global_batch_size, float(loss_sum),
+                    step_time_s, peak_mem,
+                ),
+                flush=True,
+            )
+    if distributed:
+        dist.destroy_process_group()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spec", required=True, help="run_spec.json written by llmbench")
+    args = parser.parse_args(argv)
+    with open(args.spec) as fh:
+        spec = RunSpec.from_dict(json.load(fh))
+    info = rank_info()
+    if info.rank == 0:
+        print(
+            f"llmbench embedded trainer: run {spec.run_id} world_size={info.world_size} "
+            f"dtype={spec.dtype} gbs={spec.global_batch_size} steps={spec.steps}",
+            flush=True,
+        )
+    train(spec, info)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

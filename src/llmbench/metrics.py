@@ -1,0 +1,82 @@
+"""Performance metrics with their units, kept apart from any pass/fail judgement.
+
+Formulas from the spec (llama31-nemo2-h100.txt and siblings):
+tokens/s = seq_len * GBS / step_time; days = tokens / (tokens/s) / 86400;
+MFU = GBS * model_flops / step_time / GPUs / peak_flops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+SECONDS_PER_DAY = 86_400
+DEFAULT_WINDOW = (35, 44)
+"""Iterations averaged for step time (inclusive), as the newer recipes' parse scripts do."""
+
+
+def tokens_per_s(seq_len: int, global_batch_size: int, step_time_s: float) -> float:
+    """Training throughput in tokens per second."""
+    return seq_len * global_batch_size / step_time_s
+
+
+def days_to_train(total_tokens: float, throughput_tokens_per_s: float) -> float:
+    """Days to train ``total_tokens`` at the given throughput."""
+    return total_tokens / throughput_tokens_per_s / SECONDS_PER_DAY
+
+
+def achieved_flops_per_gpu(
+    global_batch_size: int, model_flops_per_sample: float, step_time_s: float, gpus: int
+) -> float:
+    """Model FLOP/s each GPU achieves (divide by 1e12 for TFLOPS)."""
+    return global_batch_size * model_flops_per_sample / step_time_s / gpus
+
+
+def mfu(
+    global_batch_size: int,
+    model_flops_per_sample: float,
+    step_time_s: float,
+    gpus: int,
+    peak_flops_per_gpu: float,
+) -> float:
+    """Model FLOPs utilization as a fraction (0.3093 means 30.93 %)."""
+    achieved = achieved_flops_per_gpu(global_batch_size, model_flops_per_sample, step_time_s, gpus)
+    return achieved / peak_flops_per_gpu
+
+
+def mean_std(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (ddof = 0); NaN, NaN when empty.
+
+    Population std matches what the recipes' awk-based parse scripts print for a
+    fixed 10-iteration window.
+    """
+    data = [float(v) for v in values]
+    if not data:
+        return math.nan, math.nan
+    mean = math.fsum(data) / len(data)
+    var = math.fsum((v - mean) ** 2 for v in data) / len(data)
+    return mean, math.sqrt(var)
+
+
+# --- Additions for the catalog and ``llmbench calc`` (units in every name) ---
+
+FLOPS_PER_TFLOPS = 1e12
+
+
+def tokens_per_s_per_gpu(tokens_per_s_total: float, gpus: int) -> float:
+    """Throughput per GPU: tokens/s / GPUs."""
+    return tokens_per_s_total / gpus
+
+
+def tflops_per_gpu(
+    global_batch_size: int, model_flops_per_sample: float, step_time_s: float, gpus: int
+) -> float:
+    """Achieved model TFLOPS per GPU: GBS * model_flops / step_time / GPUs / 1e12."""
+    flops = achieved_flops_per_gpu(global_batch_size, model_flops_per_sample, step_time_s, gpus)
+    return flops / FLOPS_PER_TFLOPS
+
+
+def mfu_from_tflops(tflops_per_gpu_value: float, peak_tflops_per_gpu: float) -> float:
+    """MFU as a fraction from a logged TFLOPS/GPU: avg(TFLOPS_GPU) / peak
+    (llama31-megatron-bridge-gb300-gb200-b200-h100.md)."""
+    return tflops_per_gpu_value / peak_tflops_per_gpu

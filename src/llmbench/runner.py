@@ -1,0 +1,89 @@
+"""Running one attempt of a run: its own folder, launch script, log and record.
+
+Every attempt gets a fresh ``attempt-<n>`` folder that is never reused, so a rerun never
+overwrites what an earlier attempt left. ``run.json`` beside the attempts names the
+reported attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from llmbench import provenance
+from llmbench.launch import render_launch_script
+from llmbench.launch.script import LOG_FILE, SPEC_FILE
+from llmbench.runspec import RunSpec
+
+ATTEMPT_PREFIX = "attempt-"
+RECORD_FILE = "run.json"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def attempt_numbers(run_dir: Path) -> list[int]:
+    numbers = []
+    for child in run_dir.glob(f"{ATTEMPT_PREFIX}*"):
+        suffix = child.name[len(ATTEMPT_PREFIX):]
+        if suffix.isdigit():
+            numbers.append(int(suffix))
+    return sorted(numbers)
+
+
+def new_attempt_dir(run_dir: Path) -> tuple[int, Path]:
+    """Create the next ``attempt-<n>`` folder; ``mkdir`` without ``exist_ok`` makes the
+    claim atomic, so two writers can never share one."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    number = (attempt_numbers(run_dir) or [0])[-1] + 1
+    while True:
+        path = run_dir / f"{ATTEMPT_PREFIX}{number}"
+        try:
+            path.mkdir()
+            return number, path
+        except FileExistsError:
+            number += 1
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def run_attempt(spec: RunSpec, run_dir: Path, source_dir: Path | None = None) -> dict[str, Any]:
+    """Render, run and record one attempt; returns the record also written to the
+    attempt folder. A failing training run is a result, not an exception."""
+    number, attempt_dir = new_attempt_dir(run_dir)
+    (attempt_dir / SPEC_FILE).write_text(spec.to_json() + "\n")
+    launch = attempt_dir / "launch.sh"
+    launch.write_text(render_launch_script(spec))
+    launch.chmod(0o755)
+    env = dict(os.environ, LLMBENCH_PYTHON=sys.executable, PYTHONUNBUFFERED="1")
+    started = _now()
+    with open(attempt_dir / LOG_FILE, "wb") as log:
+        proc = subprocess.run(
+            ["bash", str(launch)], stdout=log, stderr=subprocess.STDOUT, env=env,
+            stdin=subprocess.DEVNULL, check=False,
+        )
+    record = {
+        "run_id": spec.run_id,
+        "attempt": number,
+        "attempt_dir": attempt_dir.name,
+        "log": f"{attempt_dir.name}/{LOG_FILE}",
+        "launch_script": f"{attempt_dir.name}/launch.sh",
+        "started_at": started,
+        "finished_at": _now(),
+        "exit_code": proc.returncode,
+        "spec": spec.to_dict(),
+        "provenance": provenance.collect(source_dir),
+    }
+    write_json_atomic(attempt_dir / RECORD_FILE, record)
+    return record

@@ -1,0 +1,12 @@
+rule calibrate_cpu_peak:
+    output:
+        peak="results/calibration/cpu_peak.json",
+    log:
+        "results/logs/calibrate_cpu_peak.log",
+    params:
+        threads=CONFIG["threads_per_rank"],
+    threads: 1
+    resources:
+        bench=1,
+    script:
+        "../scripts/calibrate_cpu_peak.py"
