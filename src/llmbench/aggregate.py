@@ -87,10 +87,7 @@ def model_flops(model: Mapping[str, Any]) -> float:
     shape = flops_mod.ModelShape(
         **{k: model[k] for k in flops_mod.ModelShape.__dataclass_fields__}
     )
-    formula = model.get("flops_formula", "llama")
-    if formula == "llama":
-        return flops_mod.llama_flops_per_sample(shape)
-    return flops_mod.model_flops_per_sample(formula, shape)  # type: ignore[attr-defined]
+    return flops_mod.model_flops_per_sample(model.get("flops_formula", "llama"), shape)
 
 
 def outcome(exit_code: int | None, summary: Mapping[str, Any]) -> tuple[str, str]:

@@ -182,7 +182,38 @@ def _resolve_catalog(
     variant: str,
     where: str,
 ) -> RunSpec:
-    raise ConfigError(
-        f"{where}.workload: {sweep['workload']!r} needs the recipe catalog, which is not "
-        f"available in this build; allowed: {tiny.WORKLOAD}"
+    """A spec workload's run: the catalog row for that scale, validated there."""
+    from llmbench.catalog import load_catalog
+
+    catalog = load_catalog()
+    try:
+        row = catalog.row(sweep["workload"], size, dtype, sweep["gpu_type"], gpus, sweep["scaling"])
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    shape = row.model_shape
+    return RunSpec(
+        workload=row.workload,
+        framework=row.framework,
+        size=size,
+        dtype=dtype,
+        gpu_type=row.gpu_type,
+        gpus=gpus,
+        nodes=row.nodes,
+        gpus_per_node=catalog.gpu(row.gpu_type).gpus_per_node,
+        variant=variant,
+        scaling=row.scaling,
+        steps=config["steps"],
+        window=tuple(config["window"]),
+        seq_len=row.seq_len,
+        micro_batch_size=row.mbs,
+        global_batch_size=row.gbs,
+        parallelism={
+            key: getattr(row, key)
+            for key in ("tp", "pp", "cp", "ep", "etp", "dp", "vp", "fsdp", "ga", "cuda_graphs",
+                        "recompute_layers", "offload_layers")
+        },
+        model={"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__},
+        launcher=config["launcher"],
+        container=config["container"],
+        threads_per_rank=config["threads_per_rank"],
     )

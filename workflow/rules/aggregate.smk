@@ -16,6 +16,8 @@ rule aggregate:
         ),
     log:
         "results/logs/aggregate.log",
+    conda:
+        "../../envs/llmbench.yaml"
     params:
         train_tokens=CONFIG["total_tokens"],
     script:

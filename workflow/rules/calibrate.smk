@@ -3,10 +3,12 @@ rule calibrate_cpu_peak:
         peak="results/calibration/cpu_peak.json",
     log:
         "results/logs/calibrate_cpu_peak.log",
-    params:
-        threads=CONFIG["threads_per_rank"],
+    conda:
+        "../../envs/llmbench.yaml"
     threads: 1
     resources:
         bench=1,
+    params:
+        threads=CONFIG["threads_per_rank"],
     script:
         "../scripts/calibrate_cpu_peak.py"

@@ -5,7 +5,6 @@ from llmbench.config import run_specs, validate_config
 from llmbench.errors import ConfigError
 from llmbench.plots import plot_files
 
-
 try:
     CONFIG = validate_config(config, source="config")
 except ConfigError as err:

@@ -6,5 +6,7 @@ rule parse_run:
         steps="results/runs/{run}/steps.parquet",
     log:
         "results/logs/parse_run/{run}.log",
+    conda:
+        "../../envs/llmbench.yaml"
     script:
         "../scripts/parse_run.py"

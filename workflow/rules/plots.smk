@@ -23,9 +23,13 @@ rule plot_scaling:
             subcategory="{group}",
             labels={"group": "{group}", "metric": "MFU"},
         ),
-        png=multiext("results/plots/{group}/", "step_time.png", "tokens_per_s.png", "mfu.png"),
+        png=multiext(
+            "results/plots/{group}/", "step_time.png", "tokens_per_s.png", "mfu.png"
+        ),
     log:
         "results/logs/plot_scaling/{group}.log",
+    conda:
+        "../../envs/llmbench.yaml"
     params:
         runs=get_group_runs,
     script:

@@ -3,10 +3,12 @@ rule train:
         record="results/runs/{run}/run.json",
     log:
         "results/logs/train/{run}.log",
-    params:
-        spec=get_spec,
+    conda:
+        "../../envs/llmbench.yaml"
     threads: get_train_threads
     resources:
         bench=1,
+    params:
+        spec=get_spec,
     script:
         "../scripts/train.py"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from llmbench.runspec import RunSpec
 
-DATA_POOL_SEQUENCES = 64
+DATA_POOL_SEQUENCES = 16
 """Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""
 PEAK_LR = 3e-3
 WARMUP_STEPS = 5

@@ -1,0 +1,68 @@
+"""Shared fixtures. ``finished_sweep`` runs the real workflow once per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+TWO_RUN_CONFIG = {
+    "sweeps": [
+        {
+            "workload": "tiny-llama",
+            "sizes": ["tiny"],
+            "dtypes": ["fp32"],
+            "gpu_type": "cpu",
+            "scales": [1, 2],
+            "variants": ["perf"],
+        }
+    ],
+    "steps": 45,
+    "window": [35, 44],
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    workdir: Path
+    config: dict
+    first_run: subprocess.CompletedProcess
+
+    @property
+    def results(self) -> Path:
+        return self.workdir / "results"
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """The real snakemake CLI on this repo's Snakefile, in ``workdir``."""
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), *args,
+    ]
+    return subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+
+
+def write_config(workdir: Path, config: dict) -> Path:
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="session")
+def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    """A 2-run embedded sweep (fp32, 1 and 2 ranks, 45 steps) run by the real workflow."""
+    workdir = tmp_path_factory.mktemp("sweep")
+    write_config(workdir, TWO_RUN_CONFIG)
+    proc = snakemake(workdir, "--cores", "2")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return Sweep(workdir, TWO_RUN_CONFIG, proc)
