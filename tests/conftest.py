@@ -43,11 +43,21 @@ class Sweep:
 def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """The real snakemake CLI on this repo's Snakefile, in ``workdir``."""
     cmd = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), *args,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *args,
     ]
     return subprocess.run(
-        cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout,
+        cmd,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
 

@@ -9,21 +9,42 @@ from llmbench.config import run_specs, validate_config
 
 
 def record(exit_code=0, gpus=2):
-    cfg = validate_config({"sweeps": [{"workload": "tiny-llama", "sizes": ["tiny"],
-                                       "dtypes": ["fp32"], "gpu_type": "cpu",
-                                       "scales": [gpus]}]})
+    cfg = validate_config(
+        {
+            "sweeps": [
+                {
+                    "workload": "tiny-llama",
+                    "sizes": ["tiny"],
+                    "dtypes": ["fp32"],
+                    "gpu_type": "cpu",
+                    "scales": [gpus],
+                }
+            ]
+        }
+    )
     (spec,) = run_specs(cfg)
     return {
-        "run_id": spec.run_id, "attempt": 1, "exit_code": exit_code, "log": "attempt-1/train.log",
+        "run_id": spec.run_id,
+        "attempt": 1,
+        "exit_code": exit_code,
+        "log": "attempt-1/train.log",
         "started_at": "2026-01-01T00:00:00.000+00:00",
         "finished_at": "2026-01-01T00:00:30.500+00:00",
-        "spec": spec.to_dict(), "provenance": {"host": "h", "llmbench_version": "0"},
+        "spec": spec.to_dict(),
+        "provenance": {"host": "h", "llmbench_version": "0"},
     }
 
 
-SUMMARY = {"status": "success", "reason": "", "step_time_mean_s": 0.5, "step_time_std_s": 0.01,
-           "step_time_last_s": 0.5, "n_iterations": 50, "max_iteration": 49,
-           "tflops_per_gpu_mean": math.nan}
+SUMMARY = {
+    "status": "success",
+    "reason": "",
+    "step_time_mean_s": 0.5,
+    "step_time_std_s": 0.01,
+    "step_time_last_s": 0.5,
+    "n_iterations": 50,
+    "max_iteration": 49,
+    "tflops_per_gpu_mean": math.nan,
+}
 
 
 def test_derived_metrics_by_hand() -> None:
@@ -32,8 +53,10 @@ def test_derived_metrics_by_hand() -> None:
     spec = rec["spec"]
     seq, gbs = spec["seq_len"], spec["global_batch_size"]
     shape = spec["model"]
-    s, L, h, f, a, g, V = (shape[k] for k in ("seq_len", "layers", "hidden", "ffn_hidden",
-                                              "heads", "query_groups", "vocab"))
+    s, L, h, f, a, g, V = (
+        shape[k]
+        for k in ("seq_len", "layers", "hidden", "ffn_hidden", "heads", "query_groups", "vocab")
+    )
     flops = s * (12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * V * h)
     assert row["model_flops_per_sample"] == pytest.approx(flops)
     assert row["tokens_per_s"] == pytest.approx(seq * gbs / 0.5)
@@ -51,8 +74,13 @@ def test_nonzero_exit_is_failed_even_with_a_full_log() -> None:
 
 
 def test_runs_without_step_time_have_no_metrics_but_a_row() -> None:
-    summary = {**SUMMARY, "status": "no_data", "step_time_mean_s": math.nan,
-               "n_iterations": 0, "max_iteration": -1}
+    summary = {
+        **SUMMARY,
+        "status": "no_data",
+        "step_time_mean_s": math.nan,
+        "n_iterations": 0,
+        "max_iteration": -1,
+    }
     table = runs_table([run_row(record(exit_code=1), summary, None, 1e12)])
     assert len(table) == 1
     assert table.status.iloc[0] == "failed"

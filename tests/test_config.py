@@ -5,8 +5,13 @@ import pytest
 from llmbench.config import load_config, run_specs, validate_config
 from llmbench.errors import ConfigError
 
-TINY = {"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32", "bf16"],
-        "gpu_type": "cpu", "scales": [1, 2]}
+TINY = {
+    "workload": "tiny-llama",
+    "sizes": ["tiny"],
+    "dtypes": ["fp32", "bf16"],
+    "gpu_type": "cpu",
+    "scales": [1, 2],
+}
 
 
 def config(**top):
@@ -80,8 +85,17 @@ def test_duplicate_runs_across_entries_are_refused() -> None:
 
 def test_catalog_workload_resolves_its_row() -> None:
     cfg = validate_config(
-        {"sweeps": [{"workload": "llama3.1-nemo", "sizes": ["70b"], "dtypes": ["fp8"],
-                     "gpu_type": "h100", "scales": [64]}]}
+        {
+            "sweeps": [
+                {
+                    "workload": "llama3.1-nemo",
+                    "sizes": ["70b"],
+                    "dtypes": ["fp8"],
+                    "gpu_type": "h100",
+                    "scales": [64],
+                }
+            ]
+        }
     )
     (spec,) = run_specs(cfg)
     assert spec.run_id == "llama3.1-nemo_70b_fp8_h100x64_perf"
@@ -92,8 +106,17 @@ def test_catalog_workload_resolves_its_row() -> None:
 
 def test_catalog_scale_that_does_not_exist_is_refused() -> None:
     message = error_of(
-        {"sweeps": [{"workload": "llama3.1-nemo", "sizes": ["8b"], "dtypes": ["bf16"],
-                     "gpu_type": "h100", "scales": [48]}]}
+        {
+            "sweeps": [
+                {
+                    "workload": "llama3.1-nemo",
+                    "sizes": ["8b"],
+                    "dtypes": ["bf16"],
+                    "gpu_type": "h100",
+                    "scales": [48],
+                }
+            ]
+        }
     )
     assert "gpus=48" in message and "allowed: 8, 16, 32, 64, 128" in message
 
@@ -109,7 +132,9 @@ def test_unreadable_yaml_is_one_line(tmp_path) -> None:
 def test_scientific_notation_needs_a_sign_in_yaml(tmp_path) -> None:
     # YAML 1.1 reads 1.0e12 as a string; the error says so instead of failing later.
     path = tmp_path / "config.yaml"
-    path.write_text("sweeps: [{workload: tiny-llama, sizes: [tiny], dtypes: [fp32], "
-                    "gpu_type: cpu, scales: [1]}]\ntotal_tokens: 1.0e12\n")
-    with pytest.raises(ConfigError, match="total_tokens: '1.0e12' is not of type 'number'"):
+    path.write_text(
+        "sweeps: [{workload: tiny-llama, sizes: [tiny], dtypes: [fp32], "
+        "gpu_type: cpu, scales: [1]}]\ntotal_tokens: 1.0e12\n"
+    )
+    with pytest.raises(ConfigError, match=r"total_tokens: '1\.0e12' is not of type 'number'"):
         load_config(path)

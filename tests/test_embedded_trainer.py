@@ -1,5 +1,7 @@
 """The embedded trainer's pure parts; its real training runs in the workflow tests."""
 
+from itertools import pairwise
+
 import pytest
 
 from llmbench.embedded.train import (
@@ -23,8 +25,8 @@ def test_rank_from_torchrun_then_srun_then_single() -> None:
 def test_learning_rate_warms_up_then_decays() -> None:
     lrs = [learning_rate(s, 50) for s in range(50)]
     assert lrs[WARMUP_STEPS - 1] == pytest.approx(PEAK_LR)
-    assert all(a < b for a, b in zip(lrs[:WARMUP_STEPS], lrs[1:WARMUP_STEPS]))
-    assert all(a >= b for a, b in zip(lrs[WARMUP_STEPS:], lrs[WARMUP_STEPS + 1:]))
+    assert all(a < b for a, b in pairwise(lrs[:WARMUP_STEPS]))
+    assert all(a >= b for a, b in pairwise(lrs[WARMUP_STEPS - 1 :]))
     assert lrs[-1] >= 0.1 * PEAK_LR
 
 
@@ -37,5 +39,5 @@ def test_step_lines_are_read_back_by_the_nemo_parser(tmp_path) -> None:
     assert parsed.steps.step_time_s.iloc[40] == pytest.approx(0.09)
     assert parsed.steps.loss.iloc[10] == pytest.approx(6.0)
     assert parsed.summary.status == "success"
-    assert parsed.summary.step_time_mean_s == pytest.approx(sum(0.05 + i / 1000
-                                                               for i in range(35, 45)) / 10)
+    window = [0.05 + i / 1000 for i in range(35, 45)]
+    assert parsed.summary.step_time_mean_s == pytest.approx(sum(window) / 10)

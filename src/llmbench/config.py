@@ -70,7 +70,9 @@ def validate_config(raw: Mapping[str, Any], source: str = "config") -> dict[str,
     config = _with_defaults(config, config_schema())
     lo, hi = config["window"]
     if lo > hi:
-        raise ConfigError(f"{source}: window: [{lo}, {hi}] must be [first, last] with first <= last")
+        raise ConfigError(
+            f"{source}: window: [{lo}, {hi}] must be [first, last] with first <= last"
+        )
     if config["steps"] < hi + 1:
         raise ConfigError(
             f"{source}: steps: {config['steps']} must be at least {hi + 1} "
@@ -79,8 +81,9 @@ def validate_config(raw: Mapping[str, Any], source: str = "config") -> dict[str,
     seen: dict[str, int] = {}
     for index, spec in _expand(config, source):
         if spec.run_id in seen:
+            first = seen[spec.run_id]
             raise ConfigError(
-                f"{source}: sweeps[{index}]: run {spec.run_id} is already in sweeps[{seen[spec.run_id]}]"
+                f"{source}: sweeps[{index}]: run {spec.run_id} is already in sweeps[{first}]"
             )
         seen[spec.run_id] = index
     return config
@@ -209,8 +212,20 @@ def _resolve_catalog(
         global_batch_size=row.gbs,
         parallelism={
             key: getattr(row, key)
-            for key in ("tp", "pp", "cp", "ep", "etp", "dp", "vp", "fsdp", "ga", "cuda_graphs",
-                        "recompute_layers", "offload_layers")
+            for key in (
+                "tp",
+                "pp",
+                "cp",
+                "ep",
+                "etp",
+                "dp",
+                "vp",
+                "fsdp",
+                "ga",
+                "cuda_graphs",
+                "recompute_layers",
+                "offload_layers",
+            )
         },
         model={"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__},
         launcher=config["launcher"],

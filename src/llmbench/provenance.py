@@ -26,11 +26,17 @@ def git_revision(source_dir: str | Path) -> str | None:
     try:
         sha = subprocess.run(
             ["git", "-C", str(source_dir), "rev-parse", "HEAD"],
-            capture_output=True, text=True, check=True, timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(source_dir), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True, timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

@@ -31,7 +31,7 @@ def _now() -> str:
 def attempt_numbers(run_dir: Path) -> list[int]:
     numbers = []
     for child in run_dir.glob(f"{ATTEMPT_PREFIX}*"):
-        suffix = child.name[len(ATTEMPT_PREFIX):]
+        suffix = child.name[len(ATTEMPT_PREFIX) :]
         if suffix.isdigit():
             numbers.append(int(suffix))
     return sorted(numbers)
@@ -70,8 +70,12 @@ def run_attempt(spec: RunSpec, run_dir: Path, source_dir: Path | None = None) ->
     started = _now()
     with open(attempt_dir / LOG_FILE, "wb") as log:
         proc = subprocess.run(
-            ["bash", str(launch)], stdout=log, stderr=subprocess.STDOUT, env=env,
-            stdin=subprocess.DEVNULL, check=False,
+            ["bash", str(launch)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
         )
     record = {
         "run_id": spec.run_id,

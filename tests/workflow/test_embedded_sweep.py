@@ -68,8 +68,13 @@ def test_run_folder_holds_launch_log_and_provenance(finished_sweep: Sweep) -> No
         assert record["exit_code"] == 0
         assert record["spec"]["run_id"] == run_id
         prov = record["provenance"]
-        for key in ("llmbench_version", "python_version", "torch_version",
-                    "transformers_version", "host"):
+        for key in (
+            "llmbench_version",
+            "python_version",
+            "torch_version",
+            "transformers_version",
+            "host",
+        ):
             assert prov[key], key
         assert record["started_at"] < record["finished_at"]
 

@@ -116,7 +116,7 @@ def train(spec: RunSpec, info: RankInfo) -> None:
             first = ((step * ga + micro) * info.world_size + info.rank) * mbs
             batch = pool[torch.arange(first, first + mbs) % DATA_POOL_SEQUENCES]
             sync = micro == ga - 1 or not distributed
-            with (contextlib.nullcontext() if sync else model.no_sync()), autocast:
+            with contextlib.nullcontext() if sync else model.no_sync(), autocast:
                 loss = model(input_ids=batch, labels=batch).loss / ga
             loss.backward()
             loss_sum += loss.detach().float()
@@ -129,8 +129,13 @@ def train(spec: RunSpec, info: RankInfo) -> None:
             peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             print(
                 nemo_step_line(
-                    step, spec.steps, lr, spec.global_batch_size, float(loss_sum),
-                    step_time_s, peak_mem,
+                    step,
+                    spec.steps,
+                    lr,
+                    spec.global_batch_size,
+                    float(loss_sum),
+                    step_time_s,
+                    peak_mem,
                 ),
                 flush=True,
             )
