@@ -1,0 +1,51 @@
+"""``llmbench plan``: the sweep a config describes, with nodes, GPUs and GPU-hours."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from llmbench.config import load_config, run_specs
+from llmbench.plan import plan_summary, plan_table, reference_step_times
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="print the runs a config expands to, with nodes, GPUs and estimated GPU-hours",
+        description=__doc__,
+    )
+    parser.add_argument("--config", default="config.yaml", help="sweep config (YAML)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from llmbench.catalog import load_catalog, published_results
+
+    config = load_config(args.config)
+    specs = run_specs(config)
+    catalog = load_catalog()
+    images = (
+        {s.workload: catalog.image(s.workload) for s in specs if s.framework != "torch"}
+        if config["container"] == "enroot"
+        else {}
+    )
+    plan = plan_table(specs, reference_step_times(published_results()), images)
+    summary = plan_summary(plan)
+    if args.format == "json":
+        records = json.loads(plan.to_json(orient="records"))
+        json.dump({"runs": records, "summary": summary}, sys.stdout, indent=2)
+        print()
+    elif args.format == "csv":
+        sys.stdout.write(plan.to_csv(index=False))
+    else:
+        print(plan.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}"))
+        print(
+            f"\n{summary['runs']} runs, up to {summary['max_nodes']} nodes, "
+            f"{summary['est_gpu_hours']:,.1f} GPU-hours estimated "
+            f"({summary['runs_without_estimate']} runs without a published step time); "
+            f"images to import: {', '.join(summary['images']) or 'none'}"
+        )
+    return 0

@@ -1,0 +1,267 @@
+"""``parse_log``: one pass over a training log into a per-iteration table and a summary.
+
+The scanner hands over only lines holding a needle; this module turns them into rows,
+tracks restarts and duplicates, and collects checkpoint timings and failure markers.
+pandas is imported only when ``ParsedLog.steps`` is first read, so summarising a log
+(``llmbench parse``) stays small in memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from llmbench.errors import ConfigError, ParseError
+from llmbench.metrics import DEFAULT_WINDOW
+from llmbench.parsers import steps as step_lines
+from llmbench.parsers.failures import FAILURE_NEEDLES, FailureTracker
+from llmbench.parsers.nccl import CollectiveSummary, summarize_nccl_trace
+from llmbench.parsers.scan import CONTEXT_BYTES, WINDOW_BYTES, Hit, LineScanner, Needle
+from llmbench.parsers.summary import LogSummary, RunFacts, summarize
+from llmbench.parsers.vocabulary import Framework
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DEFAULT_TAIL_BYTES = 32 << 20
+"""Failure markers are looked for in the last 32 MiB only: a failure ends the job, so its
+evidence is at the end, and the cost of the search stays independent of the log size."""
+
+_STEP_NEEDLES: dict[Framework, tuple[Needle, ...]] = {
+    Framework.NEMO2: (Needle(b"train_step_timing in s", "nemo"),),
+    Framework.MEGATRON: (
+        Needle(b"elapsed time per iteration", "megatron"),
+        Needle(b"Step Time", "bridge_step_time"),
+    ),
+    Framework.MAXTEXT: (Needle(b"completed step:", "maxtext"),),
+}
+_CHECKPOINT_NEEDLE = Needle(b"Global Checkpoint", "checkpoint")
+_FAILURE_NEEDLES = tuple(Needle(text, "failure", tail_only=True) for text in FAILURE_NEEDLES)
+_KIND_FRAMEWORK = {
+    "nemo": Framework.NEMO2,
+    "megatron": Framework.MEGATRON,
+    "maxtext": Framework.MAXTEXT,
+}
+_CKPT_SAVE = re.compile(rb"Global Checkpoint Save\b.*?Save duration\s*:\s*([0-9.eE+-]{1,32})")
+_CKPT_LOAD = re.compile(rb"Global Checkpoint Load\b.*?load_checkpoint\s*:\s*([0-9.eE+-]{1,32})")
+# Rank labels that tell one output stream from another: srun -l (`3: `), torchrun and
+# NeMo-Run (`[default3]:`, `name/3 [default0]:`).
+_SRUN_LABEL = re.compile(rb"\s*(\d{1,7}):")
+_TORCHRUN_LABEL = re.compile(rb"\[default(\d{1,7})\]")
+_NEMORUN_LABEL = re.compile(rb"\s*([\w.\-]{1,200}/\d{1,7})\s")
+
+
+def needles_for(framework: Framework | None) -> list[Needle]:
+    """The needles worth searching once the framework is known (all of them before)."""
+    chosen = [framework] if framework in _STEP_NEEDLES else list(_STEP_NEEDLES)
+    needles = [n for fw in chosen for n in _STEP_NEEDLES[fw]]  # type: ignore[index]
+    if framework is not Framework.MAXTEXT:
+        needles.append(_CHECKPOINT_NEEDLE)
+    return needles + list(_FAILURE_NEEDLES)
+
+
+def _rank_key(line: bytes) -> bytes:
+    head = line[:256]
+    parts = [
+        m.group(1) if m else b""
+        for m in (_SRUN_LABEL.match(head), _TORCHRUN_LABEL.search(head), _NEMORUN_LABEL.match(head))
+    ]
+    return b"|".join(parts)
+
+
+def _float(raw: bytes) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        return math.nan
+
+
+class LogReader:
+    """Accumulates the facts of one log from its hits, in file order."""
+
+    def __init__(self, framework: Framework | None = None) -> None:
+        self.framework = framework
+        self.rows: dict[int, dict[str, float]] = {}
+        self.last_iteration_logged = -1
+        self.failures = FailureTracker()
+        self.checkpoint_save_s: list[float] = []
+        self.checkpoint_load_s: list[float] = []
+        self.duplicates = 0
+        self._restarts: Counter[bytes] = Counter()
+        self._previous: dict[bytes, int] = {}
+        self._segment: dict[bytes, set[int]] = {}
+        self._owner: dict[int, bytes] = {}
+        self._timing_list: list[float] | None = None
+        self._bridge_rows: dict[int, dict[str, float]] = {}
+        self._last_megatron: int | None = None
+        self._bridge_filled = True
+        self._last_offset: dict[str, int] = {}
+
+    def feed(self, hit: Hit) -> None:
+        if self._last_offset.get(hit.kind) == hit.offset:
+            return  # the same line, found again from the next window
+        self._last_offset[hit.kind] = hit.offset
+        if hit.kind == "failure":
+            self.failures.feed(hit.line)
+        elif hit.kind == "checkpoint":
+            self._checkpoint(hit.line)
+        elif hit.kind == "bridge_step_time":
+            self._bridge_step_time(hit.line)
+        else:
+            self._step(hit.kind, hit.line)
+
+    def _step(self, kind: str, line: bytes) -> None:
+        framework = _KIND_FRAMEWORK[kind]
+        if self.framework not in (None, framework):
+            return  # another framework's line inside this framework's log: noise
+        record = step_lines.STEP_PARSERS[framework](line)
+        if record is None:
+            if framework is Framework.NEMO2:
+                self._timing_list = step_lines.parse_nemo_timing_list(line) or self._timing_list
+            return
+        self.framework = framework
+        if framework is Framework.MEGATRON:
+            self._last_megatron, self._bridge_filled = record.iteration, False
+        self.last_iteration_logged = max(self.last_iteration_logged, record.last_iteration)
+        self._add_row(_rank_key(line), record.iteration, record.values)
+
+    def _add_row(self, stream: bytes, iteration: int, values: dict[str, float]) -> None:
+        segment = self._segment.setdefault(stream, set())
+        previous = self._previous.get(stream)
+        if previous is not None and iteration < previous:
+            self._restarts[stream] += 1
+            segment.clear()
+        if iteration in segment or self._owner.get(iteration, stream) != stream:
+            self.duplicates += 1
+        segment.add(iteration)
+        self._previous[stream] = iteration
+        self._owner[iteration] = stream
+        self.rows[iteration] = values  # later lines win: a restart re-runs the iteration
+
+    def _bridge_step_time(self, line: bytes) -> None:
+        if self.framework not in (None, Framework.MEGATRON):
+            return
+        values = step_lines.parse_bridge_step_time(line)
+        if values is None:
+            return
+        if self._last_megatron is not None and not self._bridge_filled:
+            row = self.rows.get(self._last_megatron, {})
+            for name, value in values.items():
+                row.setdefault(name, value)  # fill, never overwrite, the iteration line
+            self._bridge_filled = True
+        elif self._last_megatron is None:
+            # a log with `Step Time` lines only: number them 1, 2, ... like Megatron does
+            self._bridge_rows[len(self._bridge_rows) + 1] = values
+
+    def _checkpoint(self, line: bytes) -> None:
+        if m := _CKPT_SAVE.search(line):
+            self.checkpoint_save_s.append(_float(m.group(1)))
+        elif m := _CKPT_LOAD.search(line):
+            self.checkpoint_load_s.append(_float(m.group(1)))
+
+    def facts(self) -> RunFacts:
+        framework, rows = self.framework, self.rows
+        if not rows and self._bridge_rows and framework in (None, Framework.MEGATRON):
+            framework, rows = Framework.MEGATRON, self._bridge_rows
+        if not rows and self._timing_list and framework in (None, Framework.NEMO2):
+            framework = Framework.NEMO2
+            rows = {i: {"step_time_s": t} for i, t in enumerate(self._timing_list)}
+        return RunFacts(
+            framework=framework or Framework.UNKNOWN,
+            rows=rows,
+            last_iteration_logged=self.last_iteration_logged,
+            failure=self.failures.root_cause(),
+            restarts=max(self._restarts.values(), default=0),
+            duplicates=self.duplicates,
+            checkpoint_save_s=self.checkpoint_save_s,
+            checkpoint_load_s=self.checkpoint_load_s,
+        )
+
+
+@dataclass
+class ParsedLog:
+    """A parsed log: ``summary`` plus the per-iteration ``steps`` table (built on demand)."""
+
+    summary: LogSummary
+    rows: Mapping[int, Mapping[str, float]] = field(default_factory=dict, repr=False)
+    nccl: list[CollectiveSummary] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        """One row per unique iteration; columns ``STEP_COLUMNS``, NaN where not logged."""
+        import pandas as pd
+
+        iterations = sorted(self.rows)
+        data: dict[str, list[float] | list[int]] = {"iteration": iterations}
+        for name in step_lines.VALUE_COLUMNS:
+            data[name] = [self.rows[i].get(name, math.nan) for i in iterations]
+        frame = pd.DataFrame(data, columns=list(step_lines.STEP_COLUMNS))
+        return frame.astype(
+            {"iteration": "int64"} | dict.fromkeys(step_lines.VALUE_COLUMNS, "float64")
+        )
+
+
+def _check_window(window: tuple[int, int]) -> tuple[int, int]:
+    lo, hi = int(window[0]), int(window[1])
+    if lo < 0 or hi < lo:
+        raise ConfigError(f"window {window!r}: need 0 <= first <= last iteration")
+    return lo, hi
+
+
+def read_facts(
+    source: str | os.PathLike[str] | bytes,
+    framework: Framework | None = None,
+    tail_bytes: int = DEFAULT_TAIL_BYTES,
+    window_bytes: int = WINDOW_BYTES,
+    context_bytes: int = CONTEXT_BYTES,
+) -> RunFacts:
+    """Scan a log (a path, or the log's bytes) and collect its facts."""
+    reader = LogReader(framework)
+    scanner = LineScanner(needles_for(framework), tail_bytes, window_bytes, context_bytes)
+    windows = scanner.scan_bytes(source) if isinstance(source, bytes) else scanner.scan_file(source)
+    known = framework
+    for hits in windows:
+        for hit in hits:
+            reader.feed(hit)
+        if reader.framework is not known:
+            known = reader.framework
+            scanner.needles = needles_for(known)  # stop searching other frameworks' lines
+    return reader.facts()
+
+
+def parse_log(
+    path: str | os.PathLike[str],
+    window: tuple[int, int] = DEFAULT_WINDOW,
+    expected_steps: int | None = None,
+    *,
+    framework: Framework | str | None = None,
+    nccl: bool = False,
+    tail_bytes: int = DEFAULT_TAIL_BYTES,
+) -> ParsedLog:
+    """Parse one training log. Never raises on content; raises ``ParseError`` when the
+    file cannot be read and ``ConfigError`` for a bad window or framework name.
+
+    ``framework`` skips auto-detection (the first step line found decides otherwise);
+    ``nccl`` adds a per-collective summary of NCCL trace lines (a second, slower pass).
+    """
+    window = _check_window(window)
+    try:
+        chosen = Framework(framework) if framework is not None else None
+    except ValueError:
+        allowed = ", ".join(f.value for f in Framework if f is not Framework.UNKNOWN)
+        raise ConfigError(f"framework {framework!r}: allowed are {allowed}") from None
+    try:
+        facts = read_facts(path, chosen, tail_bytes)
+        collectives = summarize_nccl_trace(path) if nccl else []
+    except OSError as err:
+        raise ParseError(f"{os.fspath(path)}: cannot read: {err.strerror or err}") from err
+    summary = summarize(facts, window, expected_steps)
+    if nccl:
+        summary.extra["nccl"] = [c.as_dict() for c in collectives]
+    return ParsedLog(summary, facts.rows, collectives)

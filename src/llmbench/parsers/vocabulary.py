@@ -1,0 +1,71 @@
+"""The fixed words a parsed log is described with: frameworks, statuses and reasons.
+
+Every value here is written to tables and JSON, so they are plain strings (``str`` enums)
+and never change meaning; docs/log-formats.md lists them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Framework(str, Enum):
+    NEMO2 = "nemo2"
+    MEGATRON = "megatron"  # Megatron-LM and Megatron-Bridge share the step line
+    MAXTEXT = "maxtext"
+    UNKNOWN = "unknown"
+
+
+ITERATION_BASE: dict[Framework, int] = {
+    Framework.NEMO2: 0,  # `iteration 0/49` is the first step of 50
+    Framework.MEGATRON: 1,  # `iteration 1/50` is the first step of 50
+    Framework.MAXTEXT: 0,  # `completed step: 0` is the first step
+    Framework.UNKNOWN: 0,
+}
+"""The number each framework gives its first training step."""
+
+
+class Status(str, Enum):
+    SUCCESS = "success"  # whole window present and the final iteration reached
+    INCOMPLETE = "incomplete"  # ran without a failure marker but stopped short
+    INVALID = "invalid"  # NaN/inf loss or grad norm: the numbers mean nothing
+    FAILED = "failed"  # a failure marker was read; `reason` says which
+    NO_DATA = "no_data"  # no step line and no failure marker
+
+
+class Reason(str, Enum):
+    NONE = ""
+    # failed, most specific root cause first (this order breaks ties, see failures.py)
+    NODE_FAILURE = "node_failure"
+    CUDA_OOM = "cuda_oom"
+    HOST_OOM = "host_oom"
+    CONTAINER_ERROR = "container_error"
+    NCCL_TIMEOUT = "nccl_timeout"
+    PYTHON_EXCEPTION = "python_exception"
+    TIME_LIMIT = "time_limit"
+    CANCELLED = "cancelled"
+    NONZERO_EXIT = "nonzero_exit"
+    # invalid
+    NAN_LOSS = "nan_loss"
+    NAN_GRAD_NORM = "nan_grad_norm"
+    # incomplete
+    WINDOW_INCOMPLETE = "window_incomplete"
+    FINAL_ITERATION_MISSING = "final_iteration_missing"
+    # no_data
+    NO_STEP_LINES = "no_step_lines"
+
+
+FAILURE_PRIORITY: tuple[Reason, ...] = (
+    Reason.NODE_FAILURE,
+    Reason.CUDA_OOM,
+    Reason.HOST_OOM,
+    Reason.CONTAINER_ERROR,
+    Reason.NCCL_TIMEOUT,
+    Reason.PYTHON_EXCEPTION,
+    Reason.TIME_LIMIT,
+    Reason.CANCELLED,
+    Reason.NONZERO_EXIT,
+)
+"""When a log holds several failure markers, the first in this order is the root cause:
+a dead node makes its peers time out in NCCL, an OOM raises a Python exception, a hang
+ends at the time limit."""

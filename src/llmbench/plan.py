@@ -1,0 +1,97 @@
+"""What a sweep will cost before it is submitted: runs, nodes, GPUs, GPU-hours, images.
+
+GPU-hours are estimated from the spec's published step time for the same
+(workload, size, dtype, GPU type, GPUs) where one exists: steps x step time x GPUs.
+Runs without a reference get no estimate rather than a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from llmbench.runspec import RunSpec
+
+RUNTIME_LIMIT_MIN_DEFAULT = 30
+RUNTIME_LIMIT_MIN_BY_SIZE = {"405b": 120, "405b-proxy": 120, "340b": 120}
+"""Slurm time limits per run: the spec's 30 minutes for 8B/70B and 2 hours for 405B
+(340B runs at the same scales, so it gets the 405B limit)."""
+EMBEDDED_RUNTIME_LIMIT_MIN = 10
+
+PLAN_COLUMNS = (
+    "run_id",
+    "workload",
+    "size",
+    "dtype",
+    "gpu_type",
+    "gpus",
+    "nodes",
+    "variant",
+    "steps",
+    "runtime_limit_min",
+    "reference_step_time_s",
+    "est_runtime_min",
+    "est_gpu_hours",
+    "image",
+)
+
+
+def runtime_limit_min(spec: RunSpec) -> int:
+    """Slurm time limit for one training job, in minutes."""
+    if spec.framework == "torch":
+        return EMBEDDED_RUNTIME_LIMIT_MIN
+    return RUNTIME_LIMIT_MIN_BY_SIZE.get(spec.size, RUNTIME_LIMIT_MIN_DEFAULT)
+
+
+def reference_step_times(published: Iterable[Any]) -> dict[tuple[str, str, str, str, int], float]:
+    """(workload, size, dtype, gpu_type, gpus) -> published step time in seconds."""
+    return {row.key(): row.step_time_s for row in published if row.kind == "table"}
+
+
+def plan_table(
+    specs: Iterable[RunSpec],
+    references: Mapping[tuple[str, str, str, str, int], float],
+    images: Mapping[str, str],
+) -> pd.DataFrame:
+    """One row per run with its estimate; ``images`` maps workload -> image (empty when
+    runs use no container)."""
+    rows = []
+    for spec in specs:
+        key = (spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus)
+        step_s = references.get(key, math.nan)
+        runtime_min = spec.steps * step_s / 60
+        rows.append(
+            {
+                "run_id": spec.run_id,
+                "workload": spec.workload,
+                "size": spec.size,
+                "dtype": spec.dtype,
+                "gpu_type": spec.gpu_type,
+                "gpus": spec.gpus,
+                "nodes": spec.nodes,
+                "variant": spec.variant,
+                "steps": spec.steps,
+                "runtime_limit_min": runtime_limit_min(spec),
+                "reference_step_time_s": step_s,
+                "est_runtime_min": runtime_min,
+                "est_gpu_hours": runtime_min / 60 * spec.gpus,
+                "image": images.get(spec.workload, ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
+
+
+def plan_summary(plan: pd.DataFrame) -> dict[str, Any]:
+    """Totals a person checks before submitting."""
+    known = plan.est_gpu_hours.notna()
+    return {
+        "runs": len(plan),
+        "max_nodes": int(plan.nodes.max()) if len(plan) else 0,
+        "total_gpus_requested": int(plan.gpus.sum()),
+        "est_gpu_hours": float(plan.est_gpu_hours[known].sum()),
+        "runs_without_estimate": int((~known).sum()),
+        "images": sorted(i for i in plan.image.unique() if i),
+    }

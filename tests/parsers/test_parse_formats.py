@@ -1,0 +1,291 @@
+"""Example logs written by hand in each format; expected numbers computed by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from llmbench.errors import ConfigError, ParseError
+from llmbench.parsers import STEP_COLUMNS, Framework, Reason, Status, parse_log, read_facts
+
+NEMO_FULL = (
+    "Training epoch 0, iteration {i}/{last} | lr: 7.496e-06 | global_batch_size: 128 | "
+    "global_step: {i} | peak_memory_usage: 70833405952 | memory_allocated: 44271689728 | "
+    "reduced_train_loss: {loss} | train_step_timing in s: {t} | consumed_samples: 6400"
+)
+MEGATRON = (
+    "[2025-12-22 15:18:33] iteration {i:>8}/{last:>8} | consumed samples: 6400 | "
+    "elapsed time per iteration (ms): {ms} | throughput per GPU (TFLOP/s/GPU): {tf} | "
+    "learning rate: 1.5E-05 | global batch size: 128 | lm loss: {loss} | loss scale: 1.0 | "
+    "grad norm: {gn} | number of skipped iterations: 0 | number of nan iterations: {nan} |"
+)
+MAXTEXT = (
+    "completed step: {i}, seconds: {t}, TFLOP/s/device: {tf}, Tokens/s/device: 1035.970, "
+    "total_weights: 524288, loss: {loss}"
+)
+
+
+def write(tmp_path: Path, lines: list[str], name: str = "log.out", eol: str = "\n") -> Path:
+    path = tmp_path / name
+    path.write_bytes(eol.join(lines).encode() + eol.encode())
+    return path
+
+
+def nemo_lines(last: int = 49, prefix: str = "") -> list[str]:
+    return [
+        prefix + NEMO_FULL.format(i=i, last=last, loss=11.0, t=f"{10 + i % 2}.5")
+        for i in range(last + 1)
+    ]
+
+
+def test_nemo_window_stats_and_success(tmp_path: Path) -> None:
+    parsed = parse_log(write(tmp_path, nemo_lines()))
+    s = parsed.summary
+    # iterations 35..44: five at 11.5 and five at 10.5 -> mean 11.0, population std 0.5
+    assert (s.framework, s.status, s.reason) == ("nemo2", "success", "")
+    assert s.step_time_mean_s == pytest.approx(11.0)
+    assert s.step_time_std_s == pytest.approx(0.5)
+    assert s.step_time_last_s == 11.5  # iteration 49 is odd
+    assert (s.max_iteration, s.last_iteration_expected, s.iteration_base) == (49, 49, 0)
+    assert (s.n_iterations, s.window_iterations) == (50, 10)
+    assert math.isnan(s.tflops_per_gpu_mean)
+    steps = parsed.steps
+    assert list(steps.columns) == list(STEP_COLUMNS)
+    assert steps.iteration.dtype == "int64" and steps.step_time_s.dtype == "float64"
+    assert steps.peak_memory_bytes.iloc[0] == 70833405952
+    assert steps.tflops_per_gpu.isna().all()
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "0: ",
+        "pretrain/0 [default0]:",
+        "[2025-11-20T14:55:23+08:00] ",
+        "[NeMo I 2025-04-11 14:48:45 nemo_logging:393] ",
+        "3: [NeMo I 2025-04-11 14:48:45 module:393] ",
+    ],
+)
+def test_nemo_prefixes(tmp_path: Path, prefix: str) -> None:
+    s = parse_log(write(tmp_path, nemo_lines(prefix=prefix))).summary
+    assert (s.status, s.n_iterations, s.step_time_mean_s) == ("success", 50, pytest.approx(11.0))
+
+
+def test_nemo_field_order_notation_and_optional_fields(tmp_path: Path) -> None:
+    lines = [
+        "Training epoch 0, iteration 0/1 | train_step_timing in s: 1.25e+01 | TFLOPS_per_GPU: 6.5E2"
+        " | reduced_train_loss: 1.2e1 | tokens_per_sec_per_gpu: 1.073e+04",
+        "Training epoch 0, iteration 1/1 | TFLOPS_per_GPU: 640 | val_loss: 3.5"
+        " | train_step_timing in s: 12.0 | reduced_train_loss: 11",
+    ]
+    parsed = parse_log(write(tmp_path, lines), window=(0, 1))
+    steps = parsed.steps
+    assert steps.step_time_s.tolist() == [12.5, 12.0]
+    assert steps.tflops_per_gpu.tolist() == [650.0, 640.0]
+    assert steps.loss.tolist() == [12.0, 11.0]
+    assert steps.tokens_per_s_per_gpu.iloc[0] == 10730.0
+    assert steps.val_loss.iloc[1] == 3.5
+    assert parsed.summary.tflops_per_gpu_mean == 645.0
+    assert parsed.summary.tflops_per_gpu_std == 5.0
+
+
+def test_nemo_timing_list_when_no_step_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, ["[NeMo I x] train_step_timing in s: [11.85, 6.98, 7.0]"])
+    parsed = parse_log(path, window=(1, 2))
+    assert parsed.summary.framework == "nemo2"
+    assert parsed.steps.step_time_s.tolist() == [11.85, 6.98, 7.0]
+    assert parsed.summary.step_time_mean_s == pytest.approx(6.99)
+
+
+def test_megatron_is_one_based_and_reads_tflops_grad_norm(tmp_path: Path) -> None:
+    lines = [
+        MEGATRON.format(
+            i=i, last=50, ms=9000 + 10 * (i % 2), tf=663.5, loss="7.4E+00", gn=2.9, nan=0
+        )
+        for i in range(1, 51)
+    ]
+    parsed = parse_log(write(tmp_path, lines))
+    s = parsed.summary
+    assert (s.framework, s.iteration_base, s.status) == ("megatron", 1, "success")
+    assert (s.max_iteration, s.last_iteration_expected) == (50, 50)
+    # window 35..44 in Megatron's numbering: five 9.01 s and five 9.00 s
+    assert s.step_time_mean_s == pytest.approx(9.005)
+    assert s.step_time_std_s == pytest.approx(0.005)
+    assert s.tflops_per_gpu_mean == pytest.approx(663.5)
+    assert parsed.steps.grad_norm.iloc[0] == 2.9
+    assert parsed.steps.loss.iloc[0] == 7.4
+
+
+def test_megatron_nan_iterations_make_run_invalid(tmp_path: Path) -> None:
+    lines = [
+        MEGATRON.format(i=i, last=50, ms=9000, tf=1, loss=7, gn=1, nan=int(i == 3))
+        for i in range(1, 51)
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason) == ("invalid", "nan_grad_norm")
+
+
+def test_bridge_step_time_lines_alone(tmp_path: Path) -> None:
+    lines = [
+        f"Step Time : {9 + (i % 2)}.09s GPU utilization: 663.5MODEL_TFLOP/s/GPU" for i in range(50)
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.framework, s.iteration_base, s.max_iteration) == ("megatron", 1, 50)
+    assert s.step_time_mean_s == pytest.approx(9.59)
+    assert s.tflops_per_gpu_mean == pytest.approx(663.5)
+
+
+def test_maxtext_zero_based_with_expected_steps(tmp_path: Path) -> None:
+    lines = [MAXTEXT.format(i=i, t=7.908, tf=460.48, loss="0.000") for i in range(50)]
+    s = parse_log(write(tmp_path, lines), expected_steps=50).summary
+    assert (s.framework, s.iteration_base, s.status) == ("maxtext", 0, "success")
+    assert (s.max_iteration, s.last_iteration_expected) == (49, 49)
+    assert s.step_time_mean_s == pytest.approx(7.908)
+    s_short = parse_log(write(tmp_path, lines[:45]), expected_steps=50).summary
+    assert (s_short.status, s_short.reason) == ("incomplete", "final_iteration_missing")
+
+
+def test_checkpoint_timings(tmp_path: Path) -> None:
+    lines = [
+        "[NeMo I 2025-04-11 14:46:18 nemo_logging:393] Global Checkpoint Load : Rank : 0 : "
+        "Start time : 1744407969.270s : Time spent in load_checkpoint: 9.712s",
+        *nemo_lines(),
+        "[NeMo I 2025-04-11 14:48:45 nemo_logging:393] Global Checkpoint Save : Rank: 0 : "
+        "Iteration: 50 : Start time: 1744408121.151s : Save duration: 4.389s",
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.checkpoint_saves, s.checkpoint_save_s, s.checkpoint_load_s) == (1, 4.389, 9.712)
+
+
+def test_restart_later_lines_win_and_duplicates_count_once(tmp_path: Path) -> None:
+    first = [NEMO_FULL.format(i=i, last=49, loss=11, t=20.0) for i in range(40)]
+    again = [NEMO_FULL.format(i=i, last=49, loss=11, t=10.0) for i in range(30, 50)]
+    dup = ["1: " + NEMO_FULL.format(i=45, last=49, loss=11, t=10.0)]
+    parsed = parse_log(write(tmp_path, first + again + dup))
+    s = parsed.summary
+    assert (s.restarts, s.duplicates, s.n_iterations) == (1, 1, 50)
+    assert s.step_time_mean_s == 10.0  # the re-run iterations replaced the first ones
+    assert parsed.steps.step_time_s.iloc[0] == 20.0
+
+
+@pytest.mark.parametrize(
+    ("tail", "reason"),
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+        (
+            "[rank3]:[E1120 10:00:00.0 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 ms",
+            "nccl_timeout",
+        ),
+        (
+            "slurmstepd: error: *** JOB 1234 ON n1 CANCELLED AT 2025-01-01T00:00:00"
+            " DUE TO TIME LIMIT ***",
+            "time_limit",
+        ),
+        ("srun: error: Node failure on n3", "node_failure"),
+        (
+            "slurmstepd: error: *** STEP 1234.0 ON n1 CANCELLED AT 2025-01-01T00:00:00 ***",
+            "cancelled",
+        ),
+        ("slurmstepd: error: pyxis: failed to import docker image", "container_error"),
+        ("slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0.", "host_oom"),
+        ("srun: error: n1: task 0: Exited with exit code 1", "nonzero_exit"),
+    ],
+)
+def test_failure_reasons(tmp_path: Path, tail: str, reason: str) -> None:
+    s = parse_log(write(tmp_path, [*nemo_lines()[:20], "0: " + tail])).summary
+    assert (s.status, s.reason) == ("failed", reason)
+    assert Reason(s.reason) in set(Reason)
+
+
+def test_python_exception_type(tmp_path: Path) -> None:
+    lines = [
+        *nemo_lines()[:10],
+        "0: Traceback (most recent call last):",
+        '0:   File "train.py", line 3, in <module>',
+        "0: ZeroDivisionError: division by zero",
+        "srun: error: n1: task 0: Exited with exit code 1",
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason, s.detail) == ("failed", "python_exception", "ZeroDivisionError")
+
+
+def test_oom_wins_over_the_exception_it_raises(tmp_path: Path) -> None:
+    lines = ["Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory."]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason) == ("failed", "cuda_oom")
+
+
+def test_nan_loss_is_invalid(tmp_path: Path) -> None:
+    lines = nemo_lines()
+    lines[10] = NEMO_FULL.format(i=10, last=49, loss="nan", t=1.0)
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason) == ("invalid", "nan_loss")
+
+
+def test_incomplete_counts_iterations(tmp_path: Path) -> None:
+    s = parse_log(write(tmp_path, nemo_lines()[:40])).summary
+    assert (s.status, s.reason, s.n_iterations) == ("incomplete", "window_incomplete", 40)
+    assert "40 iterations" in s.detail
+
+
+def test_empty_binary_crlf_and_truncated(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.out"
+    empty.write_bytes(b"")
+    assert parse_log(empty).summary.status == Status.NO_DATA.value
+    garbage = tmp_path / "garbage.out"
+    garbage.write_bytes(bytes(range(256)) * 100)
+    assert parse_log(garbage).summary.reason == Reason.NO_STEP_LINES.value
+    crlf = write(tmp_path, nemo_lines(), "crlf.out", eol="\r\n")
+    assert parse_log(crlf).summary.status == "success"
+    cut = write(tmp_path, nemo_lines(), "cut.out")
+    data = cut.read_bytes()
+    cut.write_bytes(data[: data.rfind(b"train_step_timing") + 10])  # last line cut mid-field
+    assert parse_log(cut).summary.max_iteration == 48
+
+
+def test_long_line_is_capped_not_loaded(tmp_path: Path) -> None:
+    big = b"x" * (3 << 20) + b" train_step_timing in s: 1.0 " + b"y" * (3 << 20)
+    log = b"\n".join([big, *(line.encode() for line in nemo_lines())]) + b"\n"
+    facts = read_facts(log, window_bytes=1 << 20, context_bytes=4096)
+    assert len(facts.rows) == 50
+
+
+def test_lines_across_window_edges_are_read_once() -> None:
+    log = ("\n".join(nemo_lines()) + "\n").encode()
+    for window in (7, 64, 333, 4096):
+        facts = read_facts(log, window_bytes=window, context_bytes=4096)
+        assert sorted(facts.rows) == list(range(50)) and facts.duplicates == 0
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ParseError):
+        parse_log(tmp_path / "missing.out")
+    with pytest.raises(ConfigError):
+        parse_log(write(tmp_path, []), window=(44, 35))
+    with pytest.raises(ConfigError):
+        parse_log(write(tmp_path, []), framework="pytorch")
+    assert (
+        parse_log(write(tmp_path, nemo_lines()), framework=Framework.NEMO2).summary.status
+        == "success"
+    )
+
+
+def test_nccl_collective_summary(tmp_path: Path) -> None:
+    coll = (
+        "node1:12345:12400 [{r}] NCCL INFO {op}: opCount {c:x} sendbuff 0x7f00 recvbuff 0x7f00 "
+        "count {n} datatype {dt} op 0 root 0 comm 0x5500 [nranks=16] stream 0x5600"
+    )
+    lines = [
+        coll.format(r=r, op="AllReduce", c=c, n=2097152, dt=7) for r in range(2) for c in range(3)
+    ]
+    lines += [coll.format(r=0, op="AllGather", c=9, n=1000, dt=9)]
+    parsed = parse_log(write(tmp_path, [*nemo_lines(), *lines]), nccl=True)
+    rows = {(c.operation, c.count): c for c in parsed.nccl}
+    assert rows["AllReduce", 2097152].bytes == 2097152 * 4
+    assert rows["AllReduce", 2097152].calls == 6
+    assert (rows["AllGather", 1000].bytes, rows["AllGather", 1000].datatype) == (2000, "bfloat16")
+    assert parsed.summary.extra["nccl"][0]["operation"] == "AllReduce"
