@@ -152,6 +152,12 @@ def _resolve_tiny(
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
     shape = tiny.SIZES[size]
     ga = tiny.GRAD_ACCUMULATION
+    per_node = config["ranks_per_node"] or gpus
+    if gpus % per_node:
+        raise ConfigError(
+            f"{where}.scales: {gpus} ranks cannot be spread evenly over nodes of "
+            f"ranks_per_node={per_node}; allowed: multiples of {per_node}"
+        )
     return RunSpec(
         workload=tiny.WORKLOAD,
         framework=tiny.FRAMEWORK,
@@ -159,8 +165,8 @@ def _resolve_tiny(
         dtype=dtype,
         gpu_type=tiny.GPU_TYPE,
         gpus=gpus,
-        nodes=1,
-        gpus_per_node=gpus,
+        nodes=gpus // per_node,
+        gpus_per_node=per_node,
         variant=variant,
         scaling=sweep["scaling"],
         steps=config["steps"],
@@ -194,6 +200,15 @@ def _resolve_catalog(
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
     shape = row.model_shape
+    image = config["images"].get(row.workload) or catalog.image(row.workload)
+    if config["container"] == "enroot":
+        from llmbench.containers import parse_image
+        from llmbench.errors import LaunchError
+
+        try:
+            parse_image(image)
+        except LaunchError as err:
+            raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
     return RunSpec(
         workload=row.workload,
         framework=row.framework,
@@ -231,4 +246,5 @@ def _resolve_catalog(
         launcher=config["launcher"],
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
+        image=image,
     )

@@ -14,6 +14,16 @@ def read_record(path: str | Path) -> dict[str, Any]:
         return json.load(fh)
 
 
+def summarize_record(record_path: str | Path) -> tuple[dict[str, Any], ParsedLog]:
+    """The parsed summary of a record's log, tagged with the run and attempt it describes
+    (so a summary left from an earlier attempt is never mistaken for the current one)."""
+    record = read_record(record_path)
+    parsed = parse_record(record_path)
+    summary = {"run_id": record["run_id"], "attempt": record["attempt"]}
+    summary.update(parsed.summary.as_dict())
+    return summary, parsed
+
+
 def parse_record(record_path: str | Path) -> ParsedLog:
     """Parse the training log of the attempt a ``run.json`` reports."""
     record_path = Path(record_path)

@@ -58,22 +58,30 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def run_attempt(spec: RunSpec, run_dir: Path, source_dir: Path | None = None) -> dict[str, Any]:
+def run_attempt(
+    spec: RunSpec,
+    run_dir: Path,
+    source_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Render, run and record one attempt; returns the record also written to the
-    attempt folder. A failing training run is a result, not an exception."""
+    attempt folder. A failing training run is a result, not an exception. ``env`` adds
+    launch settings (stage path, master address) to the environment of ``launch.sh``."""
     number, attempt_dir = new_attempt_dir(run_dir)
     (attempt_dir / SPEC_FILE).write_text(spec.to_json() + "\n")
     launch = attempt_dir / "launch.sh"
     launch.write_text(render_launch_script(spec))
     launch.chmod(0o755)
-    env = dict(os.environ, LLMBENCH_PYTHON=sys.executable, PYTHONUNBUFFERED="1")
+    launch_env = dict(
+        os.environ, **(env or {}), LLMBENCH_PYTHON=sys.executable, PYTHONUNBUFFERED="1"
+    )
     started = _now()
     with open(attempt_dir / LOG_FILE, "wb") as log:
         proc = subprocess.run(
             ["bash", str(launch)],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=launch_env,
             stdin=subprocess.DEVNULL,
             check=False,
         )

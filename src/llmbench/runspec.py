@@ -32,6 +32,7 @@ class RunSpec:
     launcher: str = "local"
     container: str = "none"
     threads_per_rank: int = 1
+    image: str = ""
 
     @property
     def run_id(self) -> str:

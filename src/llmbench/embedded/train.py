@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import platform
 import resource
 import sys
 import time
@@ -150,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(args.spec) as fh:
         spec = RunSpec.from_dict(json.load(fh))
     info = rank_info()
+    node = os.environ.get("SLURMD_NODENAME") or platform.node()
+    print(f"llmbench rank {info.rank}/{info.world_size} on node {node}", flush=True)
     if info.rank == 0:
         print(
             f"llmbench embedded trainer: run {spec.run_id} world_size={info.world_size} "

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
-
 from llmbench import __version__
 from llmbench.errors import LaunchError
+from llmbench.launch.entry import SPEC_FILE, entry_command
+from llmbench.launch.srun import STAGE_CHECK, allocation_lines, container_lines, srun_words
+from llmbench.launch.variants import variant_parts
+from llmbench.launch.words import Word, join
 from llmbench.runspec import RunSpec
 
-SPEC_FILE = "run_spec.json"
+__all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
+
 LOG_FILE = "train.log"
+LAUNCHERS = ("local", "srun")
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE) -> list[str]:
@@ -29,29 +32,59 @@ def local_rank_launcher(spec: RunSpec) -> list[str]:
     ]
 
 
-def _join(words: Sequence[str]) -> str:
-    return " ".join(shlex.quote(w) for w in words)
+def _header(spec: RunSpec, rerun: str) -> list[str]:
+    return [
+        "#!/usr/bin/env bash",
+        f"# llmbench {__version__}: run {spec.run_id}",
+        f"# Exactly what this attempt executed; rerun by hand with: {rerun}",
+        "set -euo pipefail",
+        'cd "$(dirname "$0")"',
+        f"export OMP_NUM_THREADS={spec.threads_per_rank}",
+        'PYTHON="${LLMBENCH_PYTHON:-python3}"',
+    ]
+
+
+def _render_local(spec: RunSpec) -> str:
+    if spec.framework != "torch" or spec.variant != "perf" or spec.container != "none":
+        raise LaunchError(
+            f"run {spec.run_id}: launcher=local runs the embedded workload (framework torch, "
+            "variant perf, container none) only; use launcher srun"
+        )
+    command = local_rank_launcher(spec) + embedded_entry_point()
+    return "\n".join([*_header(spec, "bash launch.sh"), f'exec "$PYTHON" {join(command)}', ""])
+
+
+def _render_srun(spec: RunSpec) -> str:
+    if spec.framework == "torch" and spec.container != "none":
+        raise LaunchError(f"run {spec.run_id}: the embedded workload runs with container none")
+    parts = variant_parts(spec)
+    lines = _header(spec, "bash launch.sh (inside a Slurm allocation)")
+    if spec.container == "enroot":
+        image = spec.image
+        if not image:
+            from llmbench.catalog import load_catalog
+
+            image = load_catalog().image(spec.workload)
+        lines += container_lines(image)
+    elif parts.needs_stage:
+        lines.append(STAGE_CHECK)
+    lines += allocation_lines()
+    lines += [f"export {name}={value}" for name, value in parts.env]
+    lines.append("# HF_TOKEN, if needed, comes from the caller's environment, by name only.")
+    groups: list[list[Word]] = [
+        *srun_words(spec, [name for name, _ in parts.env]),
+        parts.prefix,
+        entry_command(spec, parts.entry_args),
+    ]
+    # One option group per line: launcher, container, profiler prefix, rank command.
+    lines += ["exec " + " \\\n    ".join(join(g) for g in groups if g), ""]
+    return "\n".join(lines)
 
 
 def render_launch_script(spec: RunSpec) -> str:
     """The bash script run in the attempt folder; stdout and stderr become the train log."""
-    if spec.framework != "torch":
-        raise LaunchError(
-            f"framework={spec.framework!r}: no launcher in this build; allowed: torch"
-        )
-    if spec.launcher != "local":
-        raise LaunchError(f"launcher={spec.launcher!r}: not supported yet; allowed: local")
-    command = local_rank_launcher(spec) + embedded_entry_point()
-    return "\n".join(
-        [
-            "#!/usr/bin/env bash",
-            f"# llmbench {__version__}: run {spec.run_id}",
-            "# Exactly what this attempt executed; rerun by hand with: bash launch.sh",
-            "set -euo pipefail",
-            'cd "$(dirname "$0")"',
-            f"export OMP_NUM_THREADS={spec.threads_per_rank}",
-            'PYTHON="${LLMBENCH_PYTHON:-python3}"',
-            f'exec "$PYTHON" {_join(command)}',
-            "",
-        ]
-    )
+    if spec.launcher == "local":
+        return _render_local(spec)
+    if spec.launcher == "srun":
+        return _render_srun(spec)
+    raise LaunchError(f"launcher={spec.launcher!r}: allowed: {', '.join(LAUNCHERS)}")

@@ -1,0 +1,6 @@
+"""Framework entry points: run INSIDE the container, on the ranks srun started.
+
+Each reads ``run_spec.json`` and trains in-process (no second scheduler submission).
+The frameworks are imported lazily inside ``main``; the "spec -> settings" mapping is
+pure and unit-tested without them.
+"""

@@ -1,0 +1,128 @@
+"""NeMo 2 entry point: build the NeMo recipe for the spec and train in this process.
+
+Run as ``python -m llmbench.entrypoints.nemo2 --spec run_spec.json`` or, inside a
+container with the source mounted, as a file (it then puts that source on sys.path).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
+
+RECIPES = {
+    ("llama3.1-nemo", "8b"): "llama31_8b",
+    ("llama3.1-nemo", "70b"): "llama31_70b",
+    ("llama3.1-nemo", "405b"): "llama31_405b",
+    ("llama3.1-nemo", "405b-proxy"): "llama31_405b",  # fewer layers, set below
+    ("nemotron4-nemo", "15b"): "nemotron4_15b",
+    ("nemotron4-nemo", "340b"): "nemotron4_340b",
+}
+"""``nemo.collections.llm.<name>.pretrain_recipe`` per workload and size."""
+
+
+@dataclass(frozen=True)
+class NemoPlan:
+    """Everything the entry point does to the recipe, as data."""
+
+    recipe: str
+    recipe_kwargs: dict[str, Any]
+    overrides: dict[str, Any]
+    fp8: bool = False
+    pipeline_bf16: bool = False
+    profile_steps: tuple[int, int] | None = None
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+
+
+def plan(options: EntryOptions) -> NemoPlan:
+    """Recipe name, its arguments and the dotted-path overrides for one run."""
+    spec = options.spec
+    p = spec.parallelism
+    strategy = "trainer.strategy."
+    overrides: dict[str, Any] = {
+        "trainer.max_steps": options.max_steps,
+        "trainer.limit_val_batches": 0.0,  # timing runs: no validation passes
+        "trainer.val_check_interval": options.max_steps,
+        "trainer.enable_checkpointing": options.save_checkpoint is not None,
+        strategy + "tensor_model_parallel_size": p.get("tp", 1),
+        strategy + "pipeline_model_parallel_size": p.get("pp", 1),
+        strategy + "context_parallel_size": p.get("cp", 1),
+        strategy + "virtual_pipeline_model_parallel_size": p.get("vp"),
+        "data.micro_batch_size": spec.micro_batch_size,
+        "data.global_batch_size": spec.global_batch_size,
+        "data.seq_length": spec.seq_len,
+        "model.config.seq_length": spec.seq_len,
+    }
+    if p.get("ep"):
+        overrides[strategy + "expert_model_parallel_size"] = p["ep"]
+    if spec.size.endswith("-proxy") and "layers" in spec.model:
+        overrides["model.config.num_layers"] = spec.model["layers"]
+    checkpoint: dict[str, Any] = {}
+    if options.save_checkpoint:
+        checkpoint["save_dir"] = options.save_checkpoint
+        overrides["log.log_dir"] = options.save_checkpoint
+    if options.load_checkpoint:
+        checkpoint["load_dir"] = options.load_checkpoint
+    return NemoPlan(
+        recipe=pick(RECIPES, spec, "nemo2"),
+        recipe_kwargs={
+            "name": spec.run_id,
+            "dir": options.save_checkpoint or ".",
+            "num_nodes": spec.nodes,
+            "num_gpus_per_node": spec.gpus // spec.nodes,
+        },
+        overrides=overrides,
+        fp8=spec.dtype == "fp8",
+        pipeline_bf16=p.get("pp", 1) > 1,
+        profile_steps=options.profile_steps,
+        checkpoint=checkpoint,
+    )
+
+
+def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
+    import nemo_run as run
+    import torch
+    from nemo import lightning as nl
+    from nemo.collections import llm
+    from nemo.lightning.pytorch.callbacks import NsysCallback
+
+    recipe = getattr(llm, the_plan.recipe).pretrain_recipe(**the_plan.recipe_kwargs)
+    apply_overrides(recipe, the_plan.overrides)
+    if the_plan.fp8:
+        from nemo.collections.llm.recipes.precision.mixed_precision import bf16_with_fp8_mixed
+
+        recipe.trainer.plugins = bf16_with_fp8_mixed()
+    if the_plan.pipeline_bf16:
+        recipe.trainer.strategy.pipeline_dtype = torch.bfloat16
+    if the_plan.profile_steps:
+        start, stop = the_plan.profile_steps
+        callbacks = list(recipe.trainer.callbacks or [])
+        callbacks.append(run.Config(NsysCallback, start_step=start, end_step=stop))
+        recipe.trainer.callbacks = callbacks
+    if "load_dir" in the_plan.checkpoint:
+        recipe.resume = run.Config(
+            nl.AutoResume,
+            restore_config=run.Config(nl.RestoreConfig, path=the_plan.checkpoint["load_dir"]),
+        )
+    return recipe
+
+
+def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs NeMo
+    the_plan = plan(parse_args(argv, "llmbench.entrypoints.nemo2"))  # before the heavy import
+    import nemo_run as run
+
+    recipe = build_recipe(the_plan)
+    # direct=True: train in this process on the ranks srun started, no new submission.
+    run.run(recipe, direct=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The command each rank runs: the framework's entry point, reading ``run_spec.json``."""
+
+from __future__ import annotations
+
+from llmbench.errors import LaunchError
+from llmbench.launch.words import Raw, Word
+from llmbench.runspec import RunSpec
+
+SPEC_FILE = "run_spec.json"
+
+ENTRY_MODULES = {
+    "torch": "llmbench.embedded.train",
+    "nemo2": "llmbench.entrypoints.nemo2",
+    "megatron-bridge": "llmbench.entrypoints.megatron_bridge",
+    "maxtext": "llmbench.entrypoints.maxtext",
+}
+"""Entry point module per ``spec.framework``."""
+
+CONTAINER_SRC = "/opt/llmbench/src"
+"""Where the host's llmbench source is mounted inside a container (read-only)."""
+
+
+def entry_module(spec: RunSpec) -> str:
+    if spec.framework not in ENTRY_MODULES:
+        raise LaunchError(
+            f"framework={spec.framework!r}: no entry point; allowed: {', '.join(ENTRY_MODULES)}"
+        )
+    return ENTRY_MODULES[spec.framework]
+
+
+def entry_command(spec: RunSpec, extra_args: list[Word] | None = None) -> list[Word]:
+    """Interpreter + entry point + ``--spec run_spec.json`` + variant arguments.
+
+    In a container the image's ``python3`` runs the entry point as a file from the
+    mounted source (the file puts that source on ``sys.path``), so the image needs no
+    llmbench install and its own ``PYTHONPATH`` stays untouched.
+    """
+    module = entry_module(spec)
+    if spec.container == "enroot":
+        path = f"{CONTAINER_SRC}/{module.replace('.', '/')}.py"
+        head: list[Word] = ["python3", path]
+    else:
+        head = [Raw('"$PYTHON"'), "-m", module]
+    return [*head, "--spec", SPEC_FILE, *(extra_args or [])]

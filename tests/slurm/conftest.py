@@ -1,0 +1,47 @@
+"""A real local Slurm cluster for the session (tests/slurm/cluster.sh), stopped at the end."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CLUSTER_SH = Path(__file__).parent / "cluster.sh"
+BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo")
+
+
+def missing_binaries() -> list[str]:
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    return [b for b in BINARIES if shutil.which(b, path=search) is None]
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Path]:
+    """Start the 2-node cluster once; yields its directory (config, logs)."""
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"Slurm not installed ({', '.join(missing)}): run tests/slurm/install.sh")
+    if os.geteuid() != 0:
+        pytest.skip("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
+    # Not under pytest's tmp dir: that is private to root, and munged runs as user munge.
+    directory = Path(tempfile.mkdtemp(prefix="llmbench-slurm-"))
+    env = dict(os.environ, LLMBENCH_SLURM_DIR=str(directory))
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["bash", str(CLUSTER_SH), "start"], env=env, capture_output=True, text=True, timeout=120
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"cluster.sh start failed:\n{proc.stdout}\n{proc.stderr}")
+    print(f"slurm cluster up in {time.monotonic() - started:.1f} s: {directory}")
+    try:
+        yield directory
+    finally:
+        subprocess.run(["bash", str(CLUSTER_SH), "stop"], env=env, timeout=120, check=False)
+        if os.environ.get("LLMBENCH_KEEP_SLURM_DIR") != "1":
+            shutil.rmtree(directory, ignore_errors=True)
