@@ -66,9 +66,9 @@ def test_killed_attempt_without_record_is_salvaged_and_retried(tmp_path) -> None
     number, folder = new_attempt_dir(run)
     (folder / "train.log").write_text("Training epoch 0, iteration 3/49 |\n")
     assert retry_token(run, keep_failed=False) == 1
-    record = salvage_record(run, {"run_id": "r"}, scheduler_state="TIMEOUT")
+    record = salvage_record(run, {"run_id": "r"}, "TIMEOUT", "time_limit")
     assert record["attempt"] == number and record["killed"] is True
     assert record["scheduler_state"] == "TIMEOUT" and record["exit_code"] is None
-    json.dumps(record)
-    write_json_atomic(folder / "run.json", record)
-    assert salvage_record(run, {"run_id": "r"}) is None
+    assert record["failure_reason"] == "time_limit"
+    assert json.loads((folder / "run.json").read_text()) == record
+    assert salvage_record(run, {"run_id": "r"}) is None  # the attempt has its record now

@@ -20,7 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from llmbench.runner import RECORD_FILE, attempt_numbers
+from llmbench.runner import JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt, write_json_atomic
+from llmbench.runspec import RunSpec
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
@@ -66,8 +67,70 @@ def retry_token(run_dir: Path, keep_failed: bool) -> int:
     return attempt
 
 
+def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
+    """(reason, scheduler state) for an attempt that ended without its own record: the
+    scheduler's state when it still knows the job, else the log's failure markers."""
+    from llmbench.parsers import parse_log
+    from llmbench.scheduler import SLURM_FAILURE_STATES, slurm_job_state
+
+    job = _read_json(attempt_dir / JOB_FILE) or {}
+    state = slurm_job_state(job["slurm_job_id"]) if job.get("slurm_job_id") else None
+    if state in SLURM_FAILURE_STATES:
+        return SLURM_FAILURE_STATES[state], state
+    log = attempt_dir / "train.log"
+    if log.exists():
+        summary = parse_log(log).summary
+        if summary.status == "failed" and summary.reason:
+            return str(summary.reason), state
+    return "killed", state
+
+
+def nodes_to_avoid(run_dir: Path) -> str | None:
+    """Nodes of the newest attempt when it was killed by an infrastructure failure, for
+    ``--exclude`` on the retry (the plugin tracks failed nodes only where sacct works)."""
+    numbers = attempt_numbers(run_dir)
+    if not numbers:
+        return None
+    last = run_dir / f"attempt-{numbers[-1]}"
+    if (last / RECORD_FILE).exists():
+        return None
+    reason, _ = killed_attempt_reason(last)
+    job = _read_json(last / JOB_FILE) or {}
+    return job.get("nodelist") if reason in INFRA_REASONS else None
+
+
+def run_or_salvage(
+    spec: RunSpec,
+    run_dir: Path,
+    job_attempt: int,
+    infra_retries: int,
+    source_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The train rule's body. ``job_attempt`` is Snakemake's try counter for this job in
+    this invocation (the rule has ``infra_retries + 1`` retries). A retry runs training
+    again only after a transient infrastructure failure, at most ``infra_retries`` times;
+    after any other kill (scancel, time limit, ...) it records the killed attempt as the
+    run's failed result, so the sweep's tables are still produced and the next invocation
+    redoes the run."""
+    numbers = attempt_numbers(run_dir)
+    if job_attempt > 1 and numbers:
+        last = run_dir / f"attempt-{numbers[-1]}"
+        if not (last / RECORD_FILE).exists():
+            reason, state = killed_attempt_reason(last)
+            record = salvage_record(run_dir, spec.to_dict(), state, reason)
+            if record is not None and (
+                reason not in INFRA_REASONS or job_attempt - 1 > infra_retries
+            ):
+                return record  # the killed attempt is the run's result this time
+    return run_attempt(spec, run_dir, source_dir, env=env)
+
+
 def salvage_record(
-    run_dir: Path, spec: Mapping[str, Any], scheduler_state: str | None = None
+    run_dir: Path,
+    spec: Mapping[str, Any],
+    scheduler_state: str | None = None,
+    reason: str = "killed",
 ) -> dict[str, Any] | None:
     """A record for the newest attempt that was killed before it could write one (Slurm
     time limit, scancel, node failure): status comes from its log and the scheduler's
@@ -81,7 +144,7 @@ def salvage_record(
     stamp = datetime.fromtimestamp(attempt_dir.stat().st_mtime, timezone.utc)
     log = attempt_dir / "train.log"
     finished = datetime.fromtimestamp(log.stat().st_mtime, timezone.utc) if log.exists() else stamp
-    return {
+    record = {
         "run_id": spec["run_id"],
         "attempt": numbers[-1],
         "attempt_dir": attempt_dir.name,
@@ -92,6 +155,9 @@ def salvage_record(
         "exit_code": None,
         "killed": True,
         "scheduler_state": scheduler_state,
+        "failure_reason": reason,
         "spec": dict(spec),
         "provenance": {},
     }
+    write_json_atomic(attempt_dir / RECORD_FILE, record)
+    return record

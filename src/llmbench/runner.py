@@ -22,6 +22,7 @@ from llmbench.runspec import RunSpec
 
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
+JOB_FILE = "job.json"
 
 
 def _now() -> str:
@@ -51,6 +52,24 @@ def new_attempt_dir(run_dir: Path) -> tuple[int, Path]:
             number += 1
 
 
+def job_nodelist(job_id: str | None) -> str | None:
+    """The allocation's nodes (Slurm's compact form); the executor plugin strips
+    SLURM_JOB_NODELIST from a rule's environment, so ask the controller."""
+    if not job_id:
+        return None
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%N"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write via a temporary file and rename, so readers never see half a file."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -68,12 +87,22 @@ def run_attempt(
     attempt folder. A failing training run is a result, not an exception. ``env`` adds
     launch settings (stage path, master address) to the environment of ``launch.sh``."""
     number, attempt_dir = new_attempt_dir(run_dir)
+    # Written first, so an attempt killed from outside can still be traced to its job.
+    job_id = os.environ.get("SLURM_JOB_ID")
+    write_json_atomic(
+        attempt_dir / JOB_FILE,
+        {"slurm_job_id": job_id, "nodelist": job_nodelist(job_id), "started_at": _now()},
+    )
     (attempt_dir / SPEC_FILE).write_text(spec.to_json() + "\n")
     launch = attempt_dir / "launch.sh"
     launch.write_text(render_launch_script(spec))
     launch.chmod(0o755)
     launch_env = dict(
-        os.environ, **(env or {}), LLMBENCH_PYTHON=sys.executable, PYTHONUNBUFFERED="1"
+        os.environ,
+        **(env or {}),
+        LLMBENCH_PYTHON=sys.executable,
+        LLMBENCH_ATTEMPT=str(number),
+        PYTHONUNBUFFERED="1",
     )
     started = _now()
     with open(attempt_dir / LOG_FILE, "wb") as log:

@@ -29,7 +29,10 @@ def slurm_extra(extras: Mapping[str, Any]) -> str:
 
 
 def slurm_resources(
-    spec: RunSpec, extras: Mapping[str, Any], threads_per_rank: int
+    spec: RunSpec,
+    extras: Mapping[str, Any],
+    threads_per_rank: int,
+    runtime_min: int | None = None,
 ) -> dict[str, Any]:
     """Resources of one training job: one task per GPU (per rank on CPUs)."""
     mpi = spec.gpus_per_node > 1
@@ -40,7 +43,7 @@ def slurm_resources(
         "tasks": 0 if mpi else spec.gpus,
         "mpi": "srun" if mpi else "",
         "cpus_per_task": threads_per_rank if spec.gpu_type == "cpu" else 1,
-        "runtime": runtime_limit_min(spec),
+        "runtime": runtime_min or runtime_limit_min(spec),
         "slurm_extra": slurm_extra(extras),
     }
     # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.

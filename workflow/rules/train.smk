@@ -3,6 +3,8 @@ rule train:
         record="results/runs/{run}/run.json",
     log:
         "results/logs/train/{run}.log",
+    # one more than the infra retries: the last try records a killed attempt as a result
+    retries: CONFIG["failures"]["infra_retries"] + 1
     conda:
         "../../envs/llmbench.yaml"
     threads: get_train_threads
@@ -16,9 +18,11 @@ rule train:
         gres=get_train_resources("gres"),
         runtime=get_train_resources("runtime"),
         slurm_extra=get_train_resources("slurm_extra"),
+        llmbench_try=get_try_number,
     params:
         spec=get_spec,
         retry_of=get_retry_token,
         env=get_launch_env,
+        infra_retries=CONFIG["failures"]["infra_retries"],
     script:
         "../scripts/train.py"

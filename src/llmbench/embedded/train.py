@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
 import math
 import os
@@ -25,6 +26,55 @@ DATA_POOL_SEQUENCES = 16
 """Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""
 PEAK_LR = 3e-3
 WARMUP_STEPS = 5
+FAULT_ENV = "LLMBENCH_FAULT"
+"""Fault injection for tests of failure handling:
+``<kind>@<iteration>[:<run-id glob>[:<attempt>]]`` with kind ``oom`` (raises the error a
+CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN) or ``hang`` (sleeps until
+killed); with ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails."""
+FAULT_KINDS = ("oom", "exception", "nan", "hang")
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    iteration: int
+
+
+def fault_for(run_id: str, value: str | None, attempt: int | None = None) -> Fault | None:
+    """The fault ``LLMBENCH_FAULT`` asks for in this run (and attempt), if any."""
+    if not value:
+        return None
+    spec, _, target = value.partition(":")
+    pattern, _, only_attempt = target.partition(":")
+    if only_attempt and (not only_attempt.isdigit() or int(only_attempt) != attempt):
+        return None
+    kind, _, iteration = spec.partition("@")
+    if kind not in FAULT_KINDS or not iteration.isdigit():
+        raise ValueError(
+            f"{FAULT_ENV}={value!r}: expected <kind>@<iteration>[:<run glob>], "
+            f"kind one of {', '.join(FAULT_KINDS)}"
+        )
+    if pattern and not fnmatch.fnmatchcase(run_id, pattern):
+        return None
+    return Fault(kind, int(iteration))
+
+
+def inject(fault: Fault | None, iteration: int) -> bool:
+    """Raise or hang at the fault's iteration; True when the loss should become NaN."""
+    if fault is None or iteration != fault.iteration:
+        return False
+    if fault.kind == "oom":
+        import torch
+
+        raise torch.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 2.00 GiB (injected by llmbench for a test)"
+        )
+    if fault.kind == "exception":
+        raise RuntimeError("injected failure (llmbench test)")
+    if fault.kind == "hang":
+        while True:
+            time.sleep(60)
+    return True
 
 
 @dataclass(frozen=True)
@@ -106,7 +156,12 @@ def train(spec: RunSpec, info: RankInfo) -> None:
         if spec.dtype == "bf16"
         else contextlib.nullcontext()
     )
+    attempt = os.environ.get("LLMBENCH_ATTEMPT", "")
+    fault = fault_for(
+        spec.run_id, os.environ.get(FAULT_ENV), int(attempt) if attempt.isdigit() else None
+    )
     for step in range(spec.steps):
+        make_nan = inject(fault, step)
         lr = learning_rate(step, spec.steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -122,6 +177,8 @@ def train(spec: RunSpec, info: RankInfo) -> None:
             loss.backward()
             loss_sum += loss.detach().float()
         optimizer.step()
+        if make_nan:
+            loss_sum = loss_sum * float("nan")
         if distributed:
             dist.all_reduce(loss_sum)
             loss_sum /= info.world_size
