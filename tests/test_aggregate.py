@@ -71,6 +71,8 @@ def test_nonzero_exit_is_failed_even_with_a_full_log() -> None:
     assert outcome(1, SUMMARY) == ("failed", "exit_code_1")
     assert outcome(0, SUMMARY) == ("success", "")
     assert outcome(137, {"status": "failed", "reason": "cuda_oom"}) == ("failed", "cuda_oom")
+    killed = {"status": "incomplete", "reason": "window_incomplete"}
+    assert outcome(None, killed, "time_limit") == ("failed", "time_limit")
 
 
 def test_runs_without_step_time_have_no_metrics_but_a_row() -> None:

@@ -72,3 +72,23 @@ def test_killed_attempt_without_record_is_salvaged_and_retried(tmp_path) -> None
     assert record["failure_reason"] == "time_limit"
     assert json.loads((folder / "run.json").read_text()) == record
     assert salvage_record(run, {"run_id": "r"}) is None  # the attempt has its record now
+
+
+def test_infra_retry_within_an_invocation_does_not_trigger_a_rerun(tmp_path) -> None:
+    run = tmp_path / "run"
+    new_attempt_dir(run)  # killed by a node failure, retried at once
+    salvage_record(run, {"run_id": "r"}, "NODE_FAIL", "node_failure", retried=True)
+    assert retry_token(run, keep_failed=False) == 0  # what the invocation ran with
+    attempt(run, 0, "success")
+    assert retry_token(run, keep_failed=False) == 0
+
+
+def test_repeated_failures_raise_the_token_each_time(tmp_path) -> None:
+    run = tmp_path / "run"
+    tokens = [retry_token(run, False)]
+    for _ in range(2):
+        attempt(run, 1, "failed")
+        tokens.append(retry_token(run, False))
+    attempt(run, 0, "success")
+    tokens.append(retry_token(run, False))
+    assert tokens == [0, 1, 2, 2]

@@ -2,14 +2,15 @@
 
 A run folder holds ``attempt-<n>/`` folders (never reused) and ``run.json``, the
 reported attempt. Snakemake reruns a job when one of its params changes, so the train
-rule carries a *retry token*: the number of the failed attempt being retried. It is
-computed from the folder at DAG time, without touching any file, so ``snakemake -n``
-shows exactly what would be redone and why ("params have changed"):
+rule carries a *retry token*, computed from the folder at DAG time without touching any
+file (``snakemake -n`` shows exactly what would be redone: "params have changed"):
 
-- no reported attempt yet: the highest attempt number present (0 when none);
-- reported attempt ``n`` succeeded, or failed with ``keep_failed``: ``n - 1`` (what the
-  job ran with, so nothing is redone);
-- reported attempt ``n`` did not succeed: ``n`` (a new value, so the run is redone).
+    token = attempts - attempts retried for an infrastructure failure
+            - (1 if the reported attempt succeeded, or failed with ``keep_failed``)
+
+It equals what the job last ran with exactly when nothing is to be redone: a success
+keeps it, a reported failure raises it by one, and an attempt retried within the same
+invocation (a node failure) does not count.
 """
 
 from __future__ import annotations
@@ -58,13 +59,15 @@ def reported_status(run_dir: Path) -> tuple[int, str] | None:
 
 def retry_token(run_dir: Path, keep_failed: bool) -> int:
     """The train rule's retry param (see the module docstring)."""
+    numbers = attempt_numbers(run_dir)
+    retried = sum(
+        1
+        for n in numbers
+        if (_read_json(run_dir / f"attempt-{n}" / RECORD_FILE) or {}).get("retried")
+    )
     reported = reported_status(run_dir)
-    if reported is None:
-        return (attempt_numbers(run_dir) or [0])[-1]
-    attempt, status = reported
-    if status == "success" or keep_failed:
-        return attempt - 1
-    return attempt
+    fine = reported is not None and (reported[1] == "success" or keep_failed)
+    return len(numbers) - retried - int(fine)
 
 
 def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
@@ -118,10 +121,9 @@ def run_or_salvage(
         last = run_dir / f"attempt-{numbers[-1]}"
         if not (last / RECORD_FILE).exists():
             reason, state = killed_attempt_reason(last)
-            record = salvage_record(run_dir, spec.to_dict(), state, reason)
-            if record is not None and (
-                reason not in INFRA_REASONS or job_attempt - 1 > infra_retries
-            ):
+            retry = reason in INFRA_REASONS and job_attempt - 1 <= infra_retries
+            record = salvage_record(run_dir, spec.to_dict(), state, reason, retried=retry)
+            if record is not None and not retry:
                 return record  # the killed attempt is the run's result this time
     return run_attempt(spec, run_dir, source_dir, env=env)
 
@@ -131,6 +133,7 @@ def salvage_record(
     spec: Mapping[str, Any],
     scheduler_state: str | None = None,
     reason: str = "killed",
+    retried: bool = False,
 ) -> dict[str, Any] | None:
     """A record for the newest attempt that was killed before it could write one (Slurm
     time limit, scancel, node failure): status comes from its log and the scheduler's
@@ -156,8 +159,36 @@ def salvage_record(
         "killed": True,
         "scheduler_state": scheduler_state,
         "failure_reason": reason,
+        "retried": retried,
         "spec": dict(spec),
         "provenance": {},
     }
     write_json_atomic(attempt_dir / RECORD_FILE, record)
     return record
+
+
+def attempt_history(run_dir: Path) -> tuple[int, str]:
+    """(number of attempts, ``"1:node_failure; 2:cuda_oom"`` for the attempts before the
+    reported one), for the runs table."""
+    from llmbench.parsers import parse_log
+
+    numbers = attempt_numbers(run_dir)
+    reported = (_read_json(run_dir / RECORD_FILE) or {}).get("attempt")
+    earlier = []
+    for n in numbers:
+        if n == reported:
+            continue
+        folder = run_dir / f"attempt-{n}"
+        record = _read_json(folder / RECORD_FILE) or {}
+        outcome = record.get("failure_reason")
+        if not outcome:
+            log = folder / "train.log"
+            summary = parse_log(log).summary if log.exists() else None
+            if summary is None:
+                outcome = "killed"
+            elif record.get("exit_code") not in (0, None) and summary.status != "failed":
+                outcome = f"exit_code_{record['exit_code']}"
+            else:
+                outcome = str(summary.reason or summary.status)
+        earlier.append(f"{n}:{outcome}")
+    return len(numbers), "; ".join(earlier)

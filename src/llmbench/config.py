@@ -152,7 +152,7 @@ def _resolve_tiny(
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
     shape = tiny.SIZES[size]
     ga = tiny.GRAD_ACCUMULATION
-    per_node = config["ranks_per_node"] or gpus
+    per_node = min(config["ranks_per_node"] or gpus, gpus)
     if gpus % per_node:
         raise ConfigError(
             f"{where}.scales: {gpus} ranks cannot be spread evenly over nodes of "

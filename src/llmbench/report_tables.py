@@ -7,15 +7,77 @@ import html
 import pandas as pd
 
 RUNS_HTML_COLUMNS = (
-    "run_id", "status", "reason", "attempt", "dtype", "gpus", "global_batch_size",
-    "step_time_mean_s", "step_time_std_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu",
-    "days_to_train", "peak_tflops_per_gpu", "peak_source",
+    "run_id",
+    "status",
+    "reason",
+    "attempt",
+    "dtype",
+    "gpus",
+    "global_batch_size",
+    "step_time_mean_s",
+    "step_time_std_s",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "days_to_train",
+    "peak_tflops_per_gpu",
+    "peak_source",
+    "verdict",
+)
+REFERENCE_HTML_COLUMNS = (
+    "run_id",
+    "workload",
+    "size",
+    "dtype",
+    "gpu_type",
+    "gpus",
+    "status",
+    "step_time_mean_s",
+    "reference_step_time_s",
+    "deviation_pct",
+    "verdict",
+    "reference_source",
+)
+FAILURE_HTML_COLUMNS = (
+    "run_id",
+    "workload",
+    "size",
+    "dtype",
+    "gpu_type",
+    "gpus",
+    "variant",
+    "attempt",
+    "status",
+    "reason",
+    "exit_code",
+    "n_iterations",
+    "max_iteration",
+    "log_path",
+)
+PROFILE_HTML_COLUMNS = (
+    "run_id",
+    "workload",
+    "size",
+    "dtype",
+    "gpu_type",
+    "gpus",
+    "variant",
+    "status",
+    "reason",
+    "step_time_mean_s",
+    "log_path",
 )
 
 _FORMATS = {
-    "step_time_mean_s": "{:.4f}", "step_time_std_s": "{:.4f}", "tokens_per_s": "{:,.0f}",
-    "tokens_per_s_per_gpu": "{:,.0f}", "mfu": "{:.2%}", "days_to_train": "{:,.2f}",
+    "step_time_mean_s": "{:.4f}",
+    "step_time_std_s": "{:.4f}",
+    "tokens_per_s": "{:,.0f}",
+    "tokens_per_s_per_gpu": "{:,.0f}",
+    "mfu": "{:.2%}",
+    "days_to_train": "{:,.2f}",
     "peak_tflops_per_gpu": "{:.3f}",
+    "reference_step_time_s": "{:.4g}",
+    "deviation_pct": "{:+.1f}%",
 }
 
 _STYLE = """<style>
@@ -24,6 +86,8 @@ table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f0f0f0} td:first-child,td:nth-child(2),td:nth-child(3){text-align:left}
 tr.failed td,tr.invalid td,tr.incomplete td,tr.no_data td{background:#fde8e8}
+tr.faster td{background:#e6f4ea} tr.slower td{background:#fff4e0}
+p.none{font-style:italic}
 </style>"""
 
 
@@ -49,4 +113,102 @@ def runs_html(runs: pd.DataFrame, title: str = "llmbench runs") -> str:
         f"MFU = GBS &times; model FLOPs / step time / GPUs / peak.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         "</body></html>\n"
+    )
+
+
+def table_html(
+    frame: pd.DataFrame,
+    columns: tuple[str, ...],
+    title: str,
+    intro: str,
+    row_class: str = "status",
+    empty: str = "none",
+) -> str:
+    """A standalone HTML page with one table; an empty frame gives a page saying ``empty``."""
+    cols = [c for c in columns if c in frame.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for row in frame.itertuples(index=False):
+        cells = "".join(f"<td>{_cell(c, getattr(row, c))}</td>" for c in cols)
+        cls = _cell(row_class, getattr(row, row_class, ""))
+        body.append(f'<tr class="{cls}">{cells}</tr>')
+    table = (
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        if body
+        else f'<p class="none">{html.escape(empty)}</p>'
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"{_STYLE}</head><body><h1>{html.escape(title)}</h1><p>{intro}</p>{table}"
+        "</body></html>\n"
+    )
+
+
+def references_html(runs: pd.DataFrame, tolerance: float) -> str:
+    """Measured against reference step time, one row per run (``llmbench.reference``)."""
+    return table_html(
+        runs,
+        REFERENCE_HTML_COLUMNS,
+        "llmbench: measured vs reference step time",
+        "deviation = (measured &minus; reference) / reference &times; 100; verdict within "
+        f"&plusmn;{100 * tolerance:g}%, faster / slower beyond it, no_reference where no "
+        "published or user reference has the run's (workload, size, dtype, GPU type, GPUs, "
+        "scaling); empty where the run has no step time.",
+        row_class="verdict",
+    )
+
+
+def failures_html(runs: pd.DataFrame) -> str:
+    """Runs that did not succeed, with the reason the parser or the exit code gave."""
+    failed = runs[runs["status"] != "success"]
+    return table_html(
+        failed,
+        FAILURE_HTML_COLUMNS,
+        "llmbench: failed runs",
+        f"{len(failed)} of {len(runs)} runs did not succeed (status and reason from the "
+        "training log and the exit code).",
+        empty="none: every run succeeded",
+    )
+
+
+def profiles_html(runs: pd.DataFrame) -> str:
+    """Runs of a profiling variant (anything but ``perf``), with where their logs are."""
+    prof = runs[runs["variant"] != "perf"]
+    return table_html(
+        prof,
+        PROFILE_HTML_COLUMNS,
+        "llmbench: profiling runs",
+        "Runs of a profiling variant (Nsight Systems, NCCL trace ...); their profiles lie in "
+        "each run's attempt folder next to the log.",
+        empty="none: this sweep has no profiling variant",
+    )
+
+
+def overview_html(runs: pd.DataFrame) -> str:
+    """One row per scaling group: runs, successes, failures and reference verdicts."""
+    keys = ["workload", "size", "gpu_type", "scaling"]
+    rows = []
+    for key, part in runs.groupby(keys, sort=True):
+        verdicts = part["verdict"].value_counts() if "verdict" in part.columns else {}
+        rows.append({
+            **dict(zip(keys, key, strict=True)),
+            "dtypes": ", ".join(sorted(part["dtype"].astype(str).unique())),
+            "scales": ", ".join(str(g) for g in sorted(part["gpus"].unique())),
+            "runs": len(part),
+            "success": int((part["status"] == "success").sum()),
+            "not_success": int((part["status"] != "success").sum()),
+            **{v: int(verdicts.get(v, 0)) for v in ("within", "faster", "slower",
+                                                     "no_reference")},
+        })  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame["status"] = ["failed" if r["not_success"] else "success" for r in rows]
+    columns = (*keys, "dtypes", "scales", "runs", "success", "not_success", "within",
+               "faster", "slower", "no_reference")  # fmt: skip
+    return table_html(
+        frame,
+        columns,
+        "llmbench: sweep overview",
+        f"{len(runs)} runs in {len(rows)} scaling group(s); {int((runs.status == 'success').sum())}"
+        " succeeded. Step time is the mean over the averaging window.",
+        empty="no runs",
     )

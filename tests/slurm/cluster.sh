@@ -207,9 +207,24 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
+# Cancel every job and wait (bounded) until none is left: the job steps' own processes
+# (slurmstepd and the tasks under it) are not slurmd's children, and would outlive it.
+drain_jobs() {
+    local dir=$1 i
+    [[ -f "$dir/etc/slurm.conf" ]] || return 0
+    local -a ctl=(env SLURM_CONF="$dir/etc/slurm.conf")
+    "${ctl[@]}" squeue -h -o %i 2>/dev/null | xargs -r "${ctl[@]}" scancel 2>/dev/null || true
+    for i in $(seq 1 30); do
+        [[ -z "$("${ctl[@]}" squeue -h -o %i 2>/dev/null)" ]] && return 0
+        sleep 1
+    done
+    echo "cluster.sh: jobs still listed after 30 s; stopping anyway" >&2
+}
+
 do_stop() {
     local dir=${1:-$(cluster_dir)} pid name
     [[ -n "$dir" ]] || die "no cluster dir: set LLMBENCH_SLURM_DIR"
+    drain_jobs "$dir"
     if [[ -s "$dir/run/pids" ]]; then
         # Reverse start order: slurmd before slurmctld (a slurmd whose controller is gone
         # may ignore SIGTERM), munged last.

@@ -1,6 +1,7 @@
 rule aggregate:
     input:
         unpack(get_peak_inputs),
+        unpack(get_reference_input),
         records=run_files("run.json"),
         summaries=run_files("summary.json"),
         steps=run_files("steps.parquet"),
@@ -8,11 +9,43 @@ rule aggregate:
         runs="results/tables/runs.parquet",
         runs_csv="results/tables/runs.csv",
         steps="results/tables/steps.parquet",
+        scaling_md="results/tables/scaling.md",
+        overview_html=report(
+            "results/tables/overview.html",
+            caption="../report/overview.rst",
+            category="Overview",
+            labels=get_table_labels("overview"),
+        ),
         runs_html=report(
             "results/tables/runs.html",
             caption="../report/runs.rst",
             category="Runs",
-            labels={"table": "all runs"},
+            labels=get_table_labels("all runs"),
+        ),
+        scaling_html=report(
+            "results/tables/scaling.html",
+            caption="../report/scaling_tables.rst",
+            category="Scaling",
+            subcategory="tables",
+            labels=get_table_labels("scaling tables"),
+        ),
+        references_html=report(
+            "results/tables/references.html",
+            caption="../report/references.rst",
+            category="References",
+            labels=get_table_labels("measured vs reference"),
+        ),
+        failures_html=report(
+            "results/tables/failures.html",
+            caption="../report/failures.rst",
+            category="Failures",
+            labels=get_table_labels("failed runs"),
+        ),
+        profiles_html=report(
+            "results/tables/profiles.html",
+            caption="../report/profiles.rst",
+            category="Profiles",
+            labels=get_table_labels("profiling runs"),
         ),
     log:
         "results/logs/aggregate.log",
@@ -20,5 +53,6 @@ rule aggregate:
         "../../envs/llmbench.yaml"
     params:
         train_tokens=CONFIG["total_tokens"],
+        tolerance=get_reference_tolerance(),
     script:
         "../scripts/aggregate.py"

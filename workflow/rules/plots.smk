@@ -1,30 +1,15 @@
 rule plot_scaling:
     input:
         runs="results/tables/runs.parquet",
+        steps="results/tables/steps.parquet",
     output:
-        step_time=report(
-            "results/plots/{group}/step_time.svg",
-            caption="../report/step_time.rst",
+        plots=report(
+            directory("results/plots/{group}"),
+            patterns=["{name}.svg"],
+            caption="../report/plots.rst",
             category="Scaling",
             subcategory="{group}",
-            labels={"group": "{group}", "metric": "step time"},
-        ),
-        tokens_per_s=report(
-            "results/plots/{group}/tokens_per_s.svg",
-            caption="../report/tokens_per_s.rst",
-            category="Scaling",
-            subcategory="{group}",
-            labels={"group": "{group}", "metric": "tokens/s"},
-        ),
-        mfu=report(
-            "results/plots/{group}/mfu.svg",
-            caption="../report/mfu.rst",
-            category="Scaling",
-            subcategory="{group}",
-            labels={"group": "{group}", "metric": "MFU"},
-        ),
-        png=multiext(
-            "results/plots/{group}/", "step_time.png", "tokens_per_s.png", "mfu.png"
+            labels=get_plot_labels,
         ),
     log:
         "results/logs/plot_scaling/{group}.log",

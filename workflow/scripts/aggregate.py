@@ -1,22 +1,56 @@
 import sys
+from pathlib import Path
 
 import pandas as pd
 
-from llmbench.aggregate import peak_for, run_row, runs_table, steps_table
+from llmbench.aggregate import peak_for, runs_table_from_frames, spec_row, steps_table_from_frame
+from llmbench.attempts import attempt_history
 from llmbench.records import read_record
-from llmbench.report_tables import runs_html
+from llmbench.reference import compare, references_for
+from llmbench.report_tables import (
+    failures_html,
+    overview_html,
+    profiles_html,
+    references_html,
+    runs_html,
+)
+from llmbench.scaling_tables import scaling_html, scaling_markdown
 from llmbench.tables_io import write_csv_atomic, write_parquet_atomic, write_text_atomic
 
 sys.stderr = open(snakemake.log[0], "w")
-cpu_peak = read_record(snakemake.input.cpu_peak) if "cpu_peak" in snakemake.input.keys() else None
-records = [read_record(path) for path in snakemake.input.records]
-summaries = [read_record(path) for path in snakemake.input.summaries]
-runs = runs_table(
-    run_row(rec, summ, peak_for(rec["spec"], cpu_peak), snakemake.params.train_tokens)
-    for rec, summ in zip(records, summaries)
+inputs = snakemake.input
+named = set(inputs.keys())  # optional inputs (unpacked from input functions)
+cpu_peak = read_record(inputs.cpu_peak) if "cpu_peak" in named else None
+records = [read_record(path) for path in inputs.records]
+specs = pd.DataFrame(
+    [
+        spec_row(rec, peak_for(rec["spec"], cpu_peak), attempt_history(Path(path).parent))
+        for rec, path in zip(records, inputs.records, strict=True)
+    ]
 )
-steps = steps_table(zip(records, map(pd.read_parquet, snakemake.input.steps)))
+summaries = pd.DataFrame([read_record(path) for path in inputs.summaries])
+references = references_for(inputs.reference if "reference" in named else None)
+tolerance = snakemake.params.tolerance
+runs = compare(
+    runs_table_from_frames(specs, summaries, snakemake.params.train_tokens),
+    references,
+    tolerance,
+)
+steps_long = pd.concat(
+    [
+        pd.read_parquet(path).assign(run_id=rec["run_id"])
+        for rec, path in zip(records, inputs.steps, strict=True)
+    ],
+    ignore_index=True,
+)
+steps = steps_table_from_frame(specs, steps_long)
 write_parquet_atomic(runs, snakemake.output.runs)
 write_csv_atomic(runs, snakemake.output.runs_csv)
 write_parquet_atomic(steps, snakemake.output.steps)
+write_text_atomic(overview_html(runs), snakemake.output.overview_html)
 write_text_atomic(runs_html(runs), snakemake.output.runs_html)
+write_text_atomic(scaling_markdown(runs), snakemake.output.scaling_md)
+write_text_atomic(scaling_html(runs), snakemake.output.scaling_html)
+write_text_atomic(references_html(runs, tolerance), snakemake.output.references_html)
+write_text_atomic(failures_html(runs), snakemake.output.failures_html)
+write_text_atomic(profiles_html(runs), snakemake.output.profiles_html)

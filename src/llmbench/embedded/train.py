@@ -32,6 +32,7 @@ FAULT_ENV = "LLMBENCH_FAULT"
 CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN) or ``hang`` (sleeps until
 killed); with ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails."""
 FAULT_KINDS = ("oom", "exception", "nan", "hang")
+HANG_LIMIT_S = 600
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,9 @@ def inject(fault: Fault | None, iteration: int) -> bool:
         )
     if fault.kind == "exception":
         raise RuntimeError("injected failure (llmbench test)")
-    if fault.kind == "hang":
-        while True:
-            time.sleep(60)
+    if fault.kind == "hang":  # until killed, but never longer than HANG_LIMIT_S
+        time.sleep(HANG_LIMIT_S)
+        raise RuntimeError(f"injected hang ended after {HANG_LIMIT_S} s (llmbench test)")
     return True
 
 
