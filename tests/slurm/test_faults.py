@@ -134,7 +134,8 @@ def snapshot(workdir: Path) -> dict[Path, str]:
 
 def account(before: dict[Path, str], workdir: Path, succeeded_before: set[str]) -> None:
     after = snapshot(workdir)
-    lost = [p for p, text in before.items() if after.get(p) != text]
+    # lost: gone, truncated or overwritten (a killed job's srun may still append a line)
+    lost = [p for p, text in before.items() if not after.get(p, "").startswith(text)]
     redone = [r for r in succeeded_before if len(attempts(workdir, r)) > 1]
     LEDGER["faults_injected"] += 1
     LEDGER["logs_lost"] += len(lost)
