@@ -34,6 +34,20 @@ def test_runs_table_is_typed_with_one_row_per_run(finished_sweep: Sweep) -> None
     assert (runs.global_batch_size == runs.micro_batch_size * runs.dp * runs.ga).all()
 
 
+def test_tables_read_with_duckdb(finished_sweep: Sweep) -> None:
+    import duckdb
+
+    tables = finished_sweep.results / "tables"
+    runs = duckdb.sql(
+        f"select run_id, gpus, tokens_per_s, status from '{tables / 'runs.parquet'}' order by gpus"
+    ).fetchall()
+    assert [r[1] for r in runs] == [1, 2] and all(r[3] == "success" for r in runs)
+    ((count,),) = duckdb.sql(
+        f"select count(*) from '{tables / 'steps.parquet'}' where in_window"
+    ).fetchall()
+    assert count == 2 * 10
+
+
 def test_steps_table_has_every_iteration_and_loss_falls(finished_sweep: Sweep) -> None:
     steps = pd.read_parquet(finished_sweep.results / "tables/steps.parquet")
     for run_id, part in steps.groupby("run_id"):

@@ -1,0 +1,140 @@
+"""Reference comparison: logs at the published step times come out `within`."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from llmbench.aggregate import Peak, run_row, runs_table
+from llmbench.catalog import published_results
+from llmbench.config import run_specs, validate_config
+from llmbench.reference import builtin_references, compare, load_references
+from llmbench.runner import write_json_atomic
+
+SCALES = [8, 16, 32, 64, 128]
+
+
+def published_8b_bf16() -> dict[int, float]:
+    return {
+        r.gpus: r.step_time_s
+        for r in published_results()
+        if r.kind == "table" and r.key()[:4] == ("llama3.1-nemo", "8b", "bf16", "h100")
+    }
+
+
+def nemo_log(path, step_time_s: float, steps: int = 50) -> None:
+    """A NeMo 2 log whose every iteration takes the given time (a real log's format)."""
+    lines = [
+        f"[NeMo I 2025-04-11 14:48:45 nemo_logging:393] Training epoch 0, iteration {i}/"
+        f"{steps - 1} | lr: 1e-05 | global_batch_size: 128 | global_step: {i} | "
+        f"reduced_train_loss: {11 - i / 10:.2f} | train_step_timing in s: {step_time_s} | "
+        f"consumed_samples: {(i + 1) * 128}"
+        for i in range(steps)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
+    from llmbench.parsers import parse_log
+
+    cfg = validate_config(
+        {
+            "sweeps": [
+                {
+                    "workload": "llama3.1-nemo",
+                    "sizes": ["8b"],
+                    "dtypes": ["bf16"],
+                    "gpu_type": "h100",
+                    "scales": SCALES,
+                }
+            ]
+        }
+    )
+    rows = []
+    for spec in run_specs(cfg):
+        log = tmp_path / f"{spec.run_id}.log"
+        nemo_log(log, step_time_for(spec.gpus))
+        record = {
+            "run_id": spec.run_id,
+            "attempt": 1,
+            "exit_code": 0,
+            "log": log.name,
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "finished_at": "2026-01-01T00:10:00+00:00",
+            "spec": spec.to_dict(),
+            "provenance": {},
+        }
+        summary = parse_log(log, expected_steps=spec.steps).summary.as_dict()
+        rows.append(run_row(record, summary, Peak(989e12, "datasheet"), 1e12))
+    return runs_table(rows)
+
+
+def test_published_step_times_are_within(tmp_path) -> None:
+    published = published_8b_bf16()
+    assert sorted(published) == SCALES
+    runs = compare(sweep_table(tmp_path, published.__getitem__), builtin_references())
+    assert (runs.status == "success").all()
+    assert (runs.verdict == "within").all(), runs[["run_id", "deviation_pct", "verdict"]]
+    assert runs.deviation_pct.abs().max() < 1e-9
+    # and the derived numbers are the spec's: 8192 * 128 / 12.27 = 85459 tokens/s on 8 GPUs
+    eight = runs.set_index("gpus").loc[8]
+    assert round(eight.tokens_per_s) == 85459
+
+
+@pytest.mark.parametrize(
+    ("factor", "verdict"), [(0.9, "faster"), (1.1, "slower"), (1.04, "within")]
+)
+def test_deviation_beyond_the_tolerance_is_judged(tmp_path, factor, verdict) -> None:
+    published = published_8b_bf16()
+    runs = compare(
+        sweep_table(tmp_path, lambda g: published[g] * factor), builtin_references(), tolerance=0.05
+    )
+    assert (runs.verdict == verdict).all()
+    assert runs.deviation_pct.to_numpy() == pytest.approx((factor - 1) * 100)
+
+
+def test_user_reference_overrides_the_published_one(tmp_path) -> None:
+    published = published_8b_bf16()
+    runs = sweep_table(tmp_path, lambda g: published[g] * 1.2)
+    previous = runs.assign(step_time_mean_s=runs.step_time_mean_s)  # a "previous sweep"
+    path = tmp_path / "previous.parquet"
+    previous.to_parquet(path)
+    compared = compare(runs, pd.concat([builtin_references(), load_references(path)]))
+    assert (compared.verdict == "within").all(), compared[["verdict", "reference_source"]]
+
+
+def test_tiny_model_has_no_reference(tmp_path) -> None:
+    cfg = validate_config(
+        {
+            "sweeps": [
+                {
+                    "workload": "tiny-llama",
+                    "sizes": ["tiny"],
+                    "dtypes": ["fp32"],
+                    "gpu_type": "cpu",
+                    "scales": [1],
+                }
+            ]
+        }
+    )
+    (spec,) = run_specs(cfg)
+    summary = {
+        "status": "success",
+        "step_time_mean_s": 0.05,
+        "step_time_std_s": 0.0,
+        "step_time_last_s": 0.05,
+        "n_iterations": 50,
+        "max_iteration": 49,
+    }
+    record = {
+        "run_id": spec.run_id,
+        "attempt": 1,
+        "exit_code": 0,
+        "log": "x",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:00:01+00:00",
+        "spec": spec.to_dict(),
+    }
+    write_json_atomic(tmp_path / "r.json", record)
+    runs = compare(runs_table([run_row(record, summary, None, 1e12)]), builtin_references())
+    assert runs.verdict.tolist() == ["no_reference"]
