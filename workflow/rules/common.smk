@@ -1,3 +1,4 @@
+import functools
 import re
 import sys
 
@@ -54,21 +55,22 @@ def get_try_number(wildcards, attempt):
     return attempt
 
 
+@functools.cache
+def train_resources(run, attempt):
+    # Once per job try, not once per resource: a retry's node check queries Slurm.
+    extras = dict(CONFIG["slurm"])
+    if attempt > 1:  # a retry avoids the nodes an infrastructure failure hit
+        avoid = nodes_to_avoid(Path("results/runs") / run)
+        if avoid:
+            extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
+    return slurm_resources(
+        RUNS[run], extras, CONFIG["threads_per_rank"], CONFIG["runtime_min"]
+    )
+
+
 def get_train_resources(name):
     def resource(wildcards, attempt):
-        extras = dict(CONFIG["slurm"])
-        if attempt > 1:  # a retry avoids the nodes an infrastructure failure hit
-            avoid = nodes_to_avoid(Path("results/runs") / wildcards.run)
-            if avoid:
-                extras["exclude"] = ",".join(
-                    filter(None, [extras.get("exclude"), avoid])
-                )
-        return slurm_resources(
-            RUNS[wildcards.run],
-            extras,
-            CONFIG["threads_per_rank"],
-            CONFIG["runtime_min"],
-        )[name]
+        return train_resources(wildcards.run, attempt)[name]
 
     return resource
 
