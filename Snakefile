@@ -10,9 +10,9 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/setup.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/parse.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 

@@ -138,3 +138,42 @@ def test_scientific_notation_needs_a_sign_in_yaml(tmp_path) -> None:
     )
     with pytest.raises(ConfigError, match=r"total_tokens: '1\.0e12' is not of type 'number'"):
         load_config(path)
+
+
+NEMO_8B = {
+    "workload": "llama3.1-nemo",
+    "sizes": ["8b"],
+    "dtypes": ["bf16"],
+    "gpu_type": "h100",
+    "scales": [8],
+}
+
+
+def test_enroot_needs_a_real_image_where_the_spec_names_none() -> None:
+    message = error_of({"sweeps": [NEMO_8B], "container": "enroot"})
+    assert "images.llama3.1-nemo is not set" in message and "namespace/name:tag" in message
+    cfg = validate_config(
+        {
+            "sweeps": [NEMO_8B],
+            "container": "enroot",
+            "images": {"llama3.1-nemo": "nvidia/nemo:25.07"},
+        }
+    )
+    assert run_specs(cfg)[0].image == "nvidia/nemo:25.07"
+    # Without a container no image is needed.
+    assert run_specs(validate_config({"sweeps": [NEMO_8B]}))[0].container == "none"
+
+
+def test_setup_defaults_and_bad_values() -> None:
+    assert validate_config(config())["setup"] == {
+        "run_on": "local",
+        "partition": None,
+        "venv_requirements": "envs/training-venv.txt",
+    }
+    assert "setup.run_on" in error_of(config(setup={"run_on": "cloud"}))
+    assert "setup.partition" in error_of(config(setup={"partition": "cpu; rm -rf /"}))
+
+
+def test_the_embedded_workload_never_runs_in_a_container() -> None:
+    specs = run_specs(validate_config(config(container="enroot")))
+    assert {spec.container for spec in specs} == {"none"}

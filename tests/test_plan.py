@@ -25,6 +25,7 @@ CONFIG = {
         },
     ],
     "container": "enroot",
+    "images": {"llama3.1-nemo": "nvidia/nemo:25.07"},
 }
 
 

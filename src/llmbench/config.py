@@ -60,6 +60,13 @@ def _with_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
 
 def validate_config(raw: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
     """Schema-check ``raw``, fill defaults and check cross-field rules; returns a new dict."""
+    return validate_and_expand(raw, source)[0]
+
+
+def validate_and_expand(
+    raw: Mapping[str, Any], source: str = "config"
+) -> tuple[dict[str, Any], list[RunSpec]]:
+    """``validate_config`` and ``run_specs`` in one pass (each run is resolved once)."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
     config = copy.deepcopy(dict(raw))
@@ -79,6 +86,7 @@ def validate_config(raw: Mapping[str, Any], source: str = "config") -> dict[str,
             f"(the window ends at iteration {hi}, counted from 0)"
         )
     seen: dict[str, int] = {}
+    specs = []
     for index, spec in _expand(config, source):
         if spec.run_id in seen:
             first = seen[spec.run_id]
@@ -86,7 +94,8 @@ def validate_config(raw: Mapping[str, Any], source: str = "config") -> dict[str,
                 f"{source}: sweeps[{index}]: run {spec.run_id} is already in sweeps[{first}]"
             )
         seen[spec.run_id] = index
-    return config
+        specs.append(spec)
+    return config, specs
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -177,7 +186,7 @@ def _resolve_tiny(
         parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": gpus, "ga": ga},
         model={"flops_formula": "llama", **shape.__dict__},
         launcher=config["launcher"],
-        container=config["container"],
+        container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
     )
 
@@ -205,6 +214,14 @@ def _resolve_catalog(
         from llmbench.containers import parse_image
         from llmbench.errors import LaunchError
 
+        if (
+            row.workload not in config["images"]
+            and catalog.workload(row.workload).image_is_placeholder
+        ):
+            raise ConfigError(
+                f"{where}: images.{row.workload} is not set and the spec names no image tag "
+                "for this workload; allowed: a [registry/]namespace/name:tag reference"
+            )
         try:
             parse_image(image)
         except LaunchError as err:
@@ -247,4 +264,30 @@ def _resolve_catalog(
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,
+        profile=_profile_settings(config, catalog.document(row.source).profiling, gpus, where)
+        if variant == "profile"
+        else {},
     )
+
+
+def _profile_settings(
+    config: Mapping[str, Any], defaults: Any, gpus: int, where: str
+) -> dict[str, Any]:
+    """Nsight steps, ranks and GPU metrics of a profile run: config, else the document's
+    defaults, else the steps right after the timing window on every rank."""
+    from llmbench.launch.ranks import parse_ranks
+
+    chosen = config["profile"]
+    if chosen["steps"] is not None:
+        steps = list(chosen["steps"])
+    elif defaults is not None:
+        steps = [defaults.start_step, defaults.stop_step]
+    else:
+        steps = [config["window"][1] + 1, config["steps"]]
+    if steps[0] > steps[1]:
+        raise ConfigError(
+            f"{where}: profile.steps: {steps} must be [first, last] with first <= last"
+        )
+    ranks = chosen["ranks"] or (defaults.ranks if defaults is not None else None) or "all"
+    parse_ranks(ranks, gpus, where=f"{where}: profile.ranks")
+    return {"steps": steps, "ranks": ranks, "gpu_metrics": chosen["gpu_metrics"]}

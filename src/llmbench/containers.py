@@ -45,10 +45,17 @@ def parse_image(image: str) -> tuple[str | None, str, str]:
     return host, match.group("repo"), match.group("tag")
 
 
-def sqsh_name(image: str) -> str:
-    """File name of an image's squashfs: ``nvidia/jax:maxtext`` -> ``nvidia+jax+maxtext.sqsh``."""
+def sqsh_name(image: str, arch: str = "x86_64") -> str:
+    """File name of an image's squashfs: ``nvidia/jax:maxtext`` -> ``nvidia+jax+maxtext.sqsh``.
+
+    An aarch64 import of the same reference is another file (``...+maxtext.aarch64.sqsh``):
+    one sweep may run the same image on x86_64 and Grace nodes.
+    """
+    if arch not in ARCHES:
+        raise LaunchError(f"arch={arch!r} for image {image!r}; allowed: {', '.join(ARCHES)}")
     _, repo, tag = parse_image(image)
-    return f"{repo}:{tag}".replace("/", "+").replace(":", "+") + ".sqsh"
+    stem = f"{repo}:{tag}".replace("/", "+").replace(":", "+")
+    return f"{stem}.sqsh" if arch == "x86_64" else f"{stem}.{arch}.sqsh"
 
 
 def import_command(

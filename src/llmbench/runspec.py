@@ -9,6 +9,16 @@ from typing import Any
 KEY_FIELDS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
 """The axes that identify a run; the run id is built from them."""
 
+_NAME = r"[a-z0-9][a-z0-9.-]*"
+RUN_ID_PATTERN = (
+    rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9]+x[0-9]+(?:-strong)?"
+    r"_(?:perf|profile|nccltrace|ckpt-save|ckpt-load)"
+)
+"""The shape of every ``run_id``: a short regex for Snakemake's wildcard constraint (a list
+of 10,000 ids would be substituted into every file pattern and make the DAG quadratic)."""
+GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9]+_(?:weak|strong)"
+"""The shape of every ``group_id``."""
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -33,6 +43,9 @@ class RunSpec:
     container: str = "none"
     threads_per_rank: int = 1
     image: str = ""
+    profile: dict[str, Any] = field(default_factory=dict)
+    """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
+    as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
 
     @property
     def run_id(self) -> str:

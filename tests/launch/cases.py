@@ -9,6 +9,13 @@ from llmbench.config import run_specs, validate_config
 from llmbench.launch.variants import VARIANTS
 from llmbench.runspec import RunSpec
 
+EXAMPLE_IMAGES = {
+    "llama3.1-nemo": "nvidia/nemo:25.07",
+    "nemotron4-nemo": "nvidia/nemo:25.07",
+    "llama3.1-mbridge": "nvidia/nemo:25.09",
+}
+"""The catalog's NeMo 2 / Megatron-Bridge images are placeholders the user must set."""
+
 
 def first_scale_specs() -> list[RunSpec]:
     """First size/dtype/GPU type/scale of every catalog workload, srun + enroot, all variants."""
@@ -30,6 +37,7 @@ def first_scale_specs() -> list[RunSpec]:
                 ],
                 "launcher": "srun",
                 "container": "enroot",
+                "images": EXAMPLE_IMAGES,
             }
         )
         (spec,) = run_specs(config)
@@ -58,9 +66,38 @@ def embedded_spec(launcher: str, nodes: int = 1) -> RunSpec:
     return dataclasses.replace(spec, nodes=nodes, gpus_per_node=spec.gpus // nodes)
 
 
+def profile_spec(workload: str, size: str, gpu_type: str, scale: int, **profile) -> RunSpec:
+    """A profile run of one catalog scale, with optional ``profile`` config keys."""
+    config = validate_config(
+        {
+            "sweeps": [
+                {
+                    "workload": workload,
+                    "sizes": [size],
+                    "dtypes": ["fp8"],
+                    "gpu_type": gpu_type,
+                    "scales": [scale],
+                    "variants": ["profile"],
+                }
+            ],
+            "launcher": "srun",
+            "container": "enroot",
+            "images": EXAMPLE_IMAGES,
+            "profile": profile,
+        }
+    )
+    (spec,) = run_specs(config)
+    return spec
+
+
 def golden_cases() -> dict[str, RunSpec]:
     """Golden file stem -> spec."""
     cases = {spec.run_id: spec for spec in first_scale_specs()}
+    # The 340B document profiles ranks 0-8 only: the rank-selecting wrapper.
+    cases["profile_ranks_from_document"] = profile_spec("nemotron4-nemo", "340b", "gb200", 128)
+    cases["profile_config_override"] = profile_spec(
+        "llama3.1-nemo", "8b", "h100", 16, steps=[10, 12], ranks="0,8-9", gpu_metrics=True
+    )
     cases["embedded_local"] = embedded_spec("local")
     cases["embedded_srun_2nodes"] = embedded_spec("srun", nodes=2)
     return cases

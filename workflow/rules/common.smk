@@ -3,47 +3,131 @@ import re
 import sys
 
 from llmbench.attempts import nodes_to_avoid, retry_token
-from llmbench.config import run_specs, validate_config
+from llmbench.config import validate_and_expand
+from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import slurm_resources
+from llmbench.stage import (
+    IMAGES_DIR,
+    image_import,
+    image_imports,
+    image_path,
+    needs_venv,
+    venv_marker_path,
+    venv_python,
+)
 from llmbench.errors import ConfigError
 from llmbench.plots import plot_files
 
 try:
-    CONFIG = validate_config(config, source="config")
+    CONFIG, _specs = validate_and_expand(config, source="config")
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.
     sys.exit(f"llmbench: error: {err}")
 
-RUNS = {spec.run_id: spec for spec in run_specs(CONFIG)}
+RUNS = {spec.run_id: spec for spec in _specs}
+STAGE = CONFIG["stage_path"]
+IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
+SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
+# Relative to the working directory, else to this workflow (its envs/ folder).
+VENV_REQUIREMENTS = next(
+    (
+        str(path)
+        for path in (
+            Path(CONFIG["setup"]["venv_requirements"]),
+            Path(workflow.basedir) / CONFIG["setup"]["venv_requirements"],
+        )
+        if path.is_file()
+    ),
+    None,
+)
+if any(map(needs_venv, RUNS.values())) and VENV_REQUIREMENTS is None:
+    sys.exit(
+        "llmbench: error: config: setup.venv_requirements: "
+        f"{CONFIG['setup']['venv_requirements']!r} does not exist; allowed: a pinned "
+        "requirements file (e.g. envs/training-venv.txt)"
+    )
 GROUPS = {}
 for _spec in RUNS.values():
     GROUPS.setdefault(_spec.group_id, []).append(_spec.run_id)
 
 
+# Id shapes, not lists of ids: a list is substituted into every file pattern (quadratic
+# DAG building). Input functions look the ids up, so an unknown id is still an error.
 wildcard_constraints:
-    run="|".join(map(re.escape, RUNS)),
-    group="|".join(map(re.escape, GROUPS)),
+    run=RUN_ID_PATTERN,
+    group=GROUP_ID_PATTERN,
+
+
+@functools.cache
+def _spec_dict(run):
+    return RUNS[run].to_dict()
 
 
 def get_spec(wildcards):
-    return RUNS[wildcards.run].to_dict()
+    return _spec_dict(wildcards.run)
 
 
-def get_train_threads(wildcards):
-    spec = RUNS[wildcards.run]
+def _train_threads(spec):
     return spec.gpus_per_node * spec.threads_per_rank
+
+
+def get_train_threads():
+    values = {_train_threads(spec) for spec in RUNS.values()}
+    if len(values) == 1:  # a constant is cheaper to Snakemake than a callable
+        return values.pop()
+
+    def threads(wildcards):
+        return _train_threads(RUNS[wildcards.run])
+
+    return threads
+
+
+@functools.cache  # read once per invocation: Snakemake evaluates params several times
+def _retry_token(run):
+    return retry_token(Path("results/runs") / run, CONFIG["failures"]["keep_failed"])
 
 
 def get_retry_token(wildcards):
     # Changes exactly when the reported attempt did not succeed (llmbench.attempts), so
     # rerunning the same command redoes failed runs and keeps the rest.
-    return retry_token(
-        Path("results/runs") / wildcards.run, CONFIG["failures"]["keep_failed"]
-    )
+    return _retry_token(wildcards.run)
+
+
+def get_sqsh_constraint():
+    return "|".join(map(re.escape, IMAGES)) or "(?!)"  # (?!) matches nothing
+
+
+def get_import_param(name):
+    def param(wildcards):
+        return getattr(IMAGES[wildcards.sqsh], name)
+
+    return param
+
+
+def get_setup_resources():
+    # Setup jobs need a few cores and no GPU; a CPU partition where the site has one.
+    resources = {"runtime": 120, "cpus_per_task": 4, "mem_mb": 16000}
+    if CONFIG["setup"]["partition"]:
+        resources["slurm_partition"] = CONFIG["setup"]["partition"]
+    return resources
+
+
+def get_setup_inputs(wildcards):
+    """The run's image (container: enroot) and the training venv (framework workloads)."""
+    spec = RUNS[wildcards.run]
+    inputs = {}
+    imported = image_import(spec)
+    if imported is not None:
+        inputs["image"] = image_path(STAGE, imported)
+    if needs_venv(spec):
+        inputs["venv"] = venv_marker_path(STAGE)
+    return inputs
 
 
 def get_launch_env(wildcards):
-    env = {"LLMBENCH_STAGE_PATH": str(Path(CONFIG["stage_path"]).resolve())}
+    env = {"LLMBENCH_STAGE_PATH": str(Path(STAGE).resolve())}
+    if needs_venv(RUNS[wildcards.run]):
+        env["LLMBENCH_PYTHON"] = str(Path(venv_python(STAGE)).resolve())
     if CONFIG["master_addr"]:
         env["LLMBENCH_MASTER_ADDR"] = CONFIG["master_addr"]
     return env
@@ -69,6 +153,13 @@ def train_resources(run, attempt):
 
 
 def get_train_resources(name):
+    # A value every run of the sweep shares is a constant: Snakemake evaluates a callable
+    # several times per job, which dominates the dry run of a large sweep. Only
+    # slurm_extra changes on a retry (nodes to avoid).
+    values = {train_resources(run, 1)[name] for run in RUNS}
+    if name != "slurm_extra" and len(values) == 1:
+        return values.pop()
+
     def resource(wildcards, attempt):
         return train_resources(wildcards.run, attempt)[name]
 

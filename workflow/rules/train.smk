@@ -1,13 +1,19 @@
 rule train:
+    input:
+        unpack(get_setup_inputs),
     output:
         record="results/runs/{run}/run.json",
+        # The log is parsed where it was written, in the same job: one job per run keeps
+        # the DAG of a 10,000-run sweep small (benchmarks/dry_run.py).
+        summary="results/runs/{run}/summary.json",
+        steps="results/runs/{run}/steps.parquet",
     log:
         "results/logs/train/{run}.log",
     # one more than the infra retries: the last try records a killed attempt as a result
     retries: CONFIG["failures"]["infra_retries"] + 1
     conda:
         "../../envs/llmbench.yaml"
-    threads: get_train_threads
+    threads: get_train_threads()
     resources:
         bench=1,
         nodes=get_train_resources("nodes"),

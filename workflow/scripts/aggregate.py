@@ -28,7 +28,8 @@ specs = pd.DataFrame(
         for rec, path in zip(records, inputs.records, strict=True)
     ]
 )
-summaries = pd.DataFrame([read_record(path) for path in inputs.summaries])
+run_dirs = [Path(path).parent for path in inputs.records]
+summaries = pd.DataFrame([read_record(run_dir / "summary.json") for run_dir in run_dirs])
 references = references_for(inputs.reference if "reference" in named else None)
 tolerance = snakemake.params.tolerance
 runs = compare(
@@ -38,8 +39,8 @@ runs = compare(
 )
 steps_long = pd.concat(
     [
-        pd.read_parquet(path).assign(run_id=rec["run_id"])
-        for rec, path in zip(records, inputs.steps, strict=True)
+        pd.read_parquet(run_dir / "steps.parquet").assign(run_id=rec["run_id"])
+        for rec, run_dir in zip(records, run_dirs, strict=True)
     ],
     ignore_index=True,
 )

@@ -2,17 +2,22 @@ import sys
 from pathlib import Path
 
 from llmbench.attempts import run_or_salvage
+from llmbench.records import summarize_record
 from llmbench.runner import write_json_atomic
 from llmbench.runspec import RunSpec
+from llmbench.tables_io import write_parquet_atomic
 
 sys.stderr = open(snakemake.log[0], "w")
-record_path = Path(snakemake.output.record)
+output = snakemake.output
 record = run_or_salvage(
     RunSpec.from_dict(snakemake.params.spec),
-    record_path.parent,
+    Path(output.record).parent,
     job_attempt=snakemake.resources.llmbench_try,
     infra_retries=snakemake.params.infra_retries,
     source_dir=Path(snakemake.scriptdir),
     env=snakemake.params.env,
 )
-write_json_atomic(record_path, record)
+write_json_atomic(Path(output.record), record)
+summary, parsed = summarize_record(output.record)
+write_json_atomic(Path(output.summary), summary)
+write_parquet_atomic(parsed.steps, output.steps)

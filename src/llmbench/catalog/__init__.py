@@ -182,6 +182,19 @@ class Catalog:
         include_superseded: bool = False,
     ) -> list[RecipeRow]:
         """Catalog rows matching every given filter (superseded rows only on request)."""
+        return list(self._rows_cached(workload, size, dtype, gpu_type, scaling, include_superseded))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - the catalog lives as long as the process
+    def _rows_cached(
+        self,
+        workload: str | None,
+        size: str | None,
+        dtype: str | None,
+        gpu_type: str | None,
+        scaling: str | None,
+        include_superseded: bool,
+    ) -> tuple[RecipeRow, ...]:
+        # A 10,000-run sweep looks rows up once per run: a scan each time adds up.
         self._check_names(workload, size, dtype, gpu_type, scaling)
         wanted = {
             "workload": workload,
@@ -190,12 +203,12 @@ class Catalog:
             "gpu_type": gpu_type,
             "scaling": scaling,
         }
-        return [
+        return tuple(
             r
             for r in self._rows
             if (include_superseded or r.superseded_by is None)
             and all(v is None or getattr(r, k) == v for k, v in wanted.items())
-        ]
+        )
 
     def row(
         self,

@@ -199,6 +199,9 @@ def train(spec: RunSpec, info: RankInfo) -> None:
                 flush=True,
             )
     if distributed:
+        # Leave together: a rank tearing gloo down while its peer has already exited can
+        # block forever in destroy_process_group (seen with rank 0, the store's host).
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -21,6 +21,7 @@ class EntryOptions:
     profile_steps: tuple[int, int] | None = None
     save_checkpoint: str | None = None
     load_checkpoint: str | None = None
+    check_only: str | None = None
 
     @property
     def max_steps(self) -> int:
@@ -29,18 +30,26 @@ class EntryOptions:
         return max(self.spec.steps, stop)
 
 
-def parse_args(argv: Sequence[str] | None, prog: str) -> EntryOptions:
+def parse_args(argv: Sequence[str] | None, prog: str, can_check: bool = False) -> EntryOptions:
     parser = argparse.ArgumentParser(prog=prog, description="llmbench entry point (one rank)")
     parser.add_argument("--spec", required=True, help="run_spec.json of the attempt")
     parser.add_argument("--profile-steps", nargs=2, type=int, metavar=("START", "STOP"))
     parser.add_argument("--save-checkpoint", metavar="DIR")
     parser.add_argument("--load-checkpoint", metavar="DIR")
+    if can_check:
+        parser.add_argument(
+            "--check-only",
+            metavar="OUT",
+            help="build and validate the framework config as far as a CPU allows, write "
+            "it to OUT and exit without training",
+        )
     args = parser.parse_args(argv)
     return EntryOptions(
         spec=read_spec(args.spec),
         profile_steps=tuple(args.profile_steps) if args.profile_steps else None,
         save_checkpoint=args.save_checkpoint,
         load_checkpoint=args.load_checkpoint,
+        check_only=getattr(args, "check_only", None),
     )
 
 

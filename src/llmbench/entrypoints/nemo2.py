@@ -115,11 +115,55 @@ def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
     return recipe
 
 
+CPU_ONLY_FUSIONS_OFF = ("apply_rope_fusion",)
+"""Model-config switches that need Transformer Engine kernels; ``check_recipe`` turns them
+off on a machine without TE (a GPU container has TE and keeps the recipe's values)."""
+
+
+def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
+    """Validate ``recipe`` with NeMo's own code as far as a CPU allows; return it as YAML.
+
+    Builds the trainer strategy and precision plugin, builds the model (config only: no
+    weights before ``configure_model``), then hands the strategy's parallelism and the
+    plugin's dtypes to the model config the way NeMo does at setup. Megatron-Core's config
+    checks run there (heads divisible by TP, layers by PP x VP, pipeline dtype, ...), so
+    an override NeMo or Megatron would reject raises here. The data module is serialized
+    but not built: its tokenizer would be fetched from the network.
+    """
+    import copy
+
+    import fiddle as fdl
+    from nemo.lightning._strategy_lib import set_model_parallel_attributes
+    from nemo.lightning.pytorch.plugins.mixed_precision import update_config_with_dtype_overrides
+    from nemo_run.core.serialization.yaml import YamlSerializer
+
+    text = YamlSerializer().serialize(recipe)
+    strategy = fdl.build(copy.deepcopy(recipe.trainer.strategy))
+    plugins = recipe.trainer.plugins
+    model_cfg = copy.deepcopy(recipe.model)
+    try:
+        import transformer_engine  # noqa: F401
+    except ImportError:
+        for name in CPU_ONLY_FUSIONS_OFF:
+            setattr(model_cfg.config, name, False)
+    model = fdl.build(model_cfg)
+    if plugins is not None:
+        precision = fdl.build(copy.deepcopy(plugins))
+        model.config = update_config_with_dtype_overrides(precision.dtype_config, model.config)
+    set_model_parallel_attributes(model, strategy.parallelism)
+    fdl.build(copy.deepcopy(recipe.optim))
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs NeMo
-    the_plan = plan(parse_args(argv, "llmbench.entrypoints.nemo2"))  # before the heavy import
+    options = parse_args(argv, "llmbench.entrypoints.nemo2", can_check=True)
+    the_plan = plan(options)  # before the heavy import: a bad spec fails fast
     import nemo_run as run
 
     recipe = build_recipe(the_plan)
+    if options.check_only:
+        Path(options.check_only).write_text(check_recipe(recipe))
+        return
     # direct=True: train in this process on the ranks srun started, no new submission.
     run.run(recipe, direct=True)
 

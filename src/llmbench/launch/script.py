@@ -9,6 +9,7 @@ from llmbench.launch.srun import STAGE_CHECK, allocation_lines, container_lines,
 from llmbench.launch.variants import variant_parts
 from llmbench.launch.words import Word, join
 from llmbench.runspec import RunSpec
+from llmbench.stage import image_import
 
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
 
@@ -59,16 +60,13 @@ def _render_srun(spec: RunSpec) -> str:
         raise LaunchError(f"run {spec.run_id}: the embedded workload runs with container none")
     parts = variant_parts(spec)
     lines = _header(spec, "bash launch.sh (inside a Slurm allocation)")
-    if spec.container == "enroot":
-        image = spec.image
-        if not image:
-            from llmbench.catalog import load_catalog
-
-            image = load_catalog().image(spec.workload)
-        lines += container_lines(image)
+    imported = image_import(spec)
+    if imported is not None:
+        lines += container_lines(imported)
     elif parts.needs_stage:
         lines.append(STAGE_CHECK)
     lines += allocation_lines()
+    lines += parts.setup_lines
     lines += [f"export {name}={value}" for name, value in parts.env]
     lines.append("# HF_TOKEN, if needed, comes from the caller's environment, by name only.")
     groups: list[list[Word]] = [

@@ -3,11 +3,11 @@ enroot image through pyxis (``--container-*`` options)."""
 
 from __future__ import annotations
 
-from llmbench.containers import sqsh_name
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.words import Raw, Word
 from llmbench.runspec import RunSpec
+from llmbench.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
 MASTER_PORT_SPAN = 20000
@@ -45,12 +45,12 @@ def allocation_lines() -> list[str]:
     ]
 
 
-def container_lines(image: str) -> list[str]:
+def container_lines(imported: ImageImport) -> list[str]:
     """Shell lines that set IMAGE and LLMBENCH_SRC for the ``--container-*`` options."""
     return [
         STAGE_CHECK,
         "# LLMBENCH_IMAGE overrides the image imported into the stage folder (docs/slurm.md).",
-        f'IMAGE="${{LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/{sqsh_name(image)}}}"',
+        f'IMAGE="${{LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/{imported.file_name}}}"',
         'LLMBENCH_SRC="$("$PYTHON" -c \'import llmbench, pathlib;'
         " print(pathlib.Path(llmbench.__file__).parents[1])')\"",
     ]

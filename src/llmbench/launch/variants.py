@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llmbench.errors import LaunchError
-from llmbench.launch.words import Raw, Word
+from llmbench.launch.words import Raw, Word, join
 from llmbench.runspec import RunSpec
 
 VARIANTS = ("perf", "profile", "nccltrace", "ckpt-save", "ckpt-load")
@@ -36,14 +36,52 @@ class VariantParts:
     env: list[tuple[str, str]] = field(default_factory=list)
     entry_args: list[Word] = field(default_factory=list)
     needs_stage: bool = False
+    setup_lines: list[str] = field(default_factory=list)
+    """Shell lines launch.sh runs before srun (e.g. writing the rank-selecting wrapper)."""
+
+
+RANK_WRAPPER = "nsys_ranks.sh"
+
+
+def nsys_words(spec: RunSpec) -> list[Word]:
+    gpu_metrics = ["--gpu-metrics-devices=all"] if spec.profile.get("gpu_metrics") else []
+    return [*NSYS_PREFIX, *gpu_metrics, "-o", NSYS_OUTPUT]
+
+
+def profile_prefix(spec: RunSpec) -> tuple[list[Word], list[str]]:
+    """The rank prefix and setup lines of a profile run.
+
+    Every rank profiled: ``nsys profile ...`` prefixes the command. A subset (the spec's
+    "0-8"): each task runs a small wrapper that execs nsys on the selected global ranks
+    (``SLURM_PROCID``, set by srun per task) and the bare command on the others.
+    """
+    from llmbench.launch.ranks import parse_ranks
+
+    nsys = nsys_words(spec)
+    ranks = parse_ranks(spec.profile.get("ranks") or "all", spec.gpus)
+    if len(ranks) == spec.gpus:
+        return nsys, []
+    listed = ",".join(map(str, ranks))
+    lines = [
+        f"# Profile global ranks {spec.profile['ranks']} only; the other ranks run unprofiled.",
+        f"cat > {RANK_WRAPPER} <<'EOF'",
+        f'case ",{listed}," in',
+        f'*",${{SLURM_PROCID:?srun sets SLURM_PROCID}},"*) exec {join(nsys)} "$@" ;;',
+        '*) exec "$@" ;;',
+        "esac",
+        "EOF",
+    ]
+    return ["bash", RANK_WRAPPER], lines
 
 
 def profile_steps(spec: RunSpec) -> tuple[int, int]:
-    """Nsight start/stop steps (inclusive) from the catalog's document defaults.
-
-    A document that states none (MaxText) profiles the steps after the timing window,
-    where the profiler cannot disturb the measured iterations.
+    """Nsight start/stop steps (inclusive): the config's, else the catalog's document
+    defaults. A document that states none (MaxText) profiles the steps after the timing
+    window, where the profiler cannot disturb the measured iterations.
     """
+    if spec.profile.get("steps"):
+        start, stop = spec.profile["steps"]
+        return int(start), int(stop)
     source = spec.model.get("source")
     if source:
         from llmbench.catalog import load_catalog
@@ -64,9 +102,11 @@ def variant_parts(spec: RunSpec) -> VariantParts:
         return VariantParts()
     if spec.variant == "profile":
         start, stop = profile_steps(spec)
+        prefix, lines = profile_prefix(spec)
         return VariantParts(
-            prefix=[*NSYS_PREFIX, "-o", NSYS_OUTPUT],
+            prefix=prefix,
             entry_args=["--profile-steps", str(start), str(stop)],
+            setup_lines=lines,
         )
     if spec.variant == "nccltrace":
         return VariantParts(env=list(NCCL_TRACE_ENV))

@@ -7,7 +7,7 @@ export OMP_NUM_THREADS=1
 PYTHON="${LLMBENCH_PYTHON:-python3}"
 : "${LLMBENCH_STAGE_PATH:?set LLMBENCH_STAGE_PATH to the shared stage folder}"
 # LLMBENCH_IMAGE overrides the image imported into the stage folder (docs/slurm.md).
-IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/placeholder+nemo2-image+set-in-config.sqsh}"
+IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/nvidia+nemo+25.07.sqsh}"
 LLMBENCH_SRC="$("$PYTHON" -c 'import llmbench, pathlib; print(pathlib.Path(llmbench.__file__).parents[1])')"
 # The executor plugin keeps only SLURM_JOB_ID in a rule's shell (it strips SLURM_*),
 # so the allocation's nodes come from the controller.

@@ -1,0 +1,137 @@
+"""Dry-run cost of a 10,000-run sweep vs. Snakemake's own dry run of 10,000 trivial jobs.
+
+    python benchmarks/dry_run.py [--runs 10000] [--json out.json] [--no-fail]
+
+The sweep: every catalog recipe row (all workloads, sizes, dtypes, GPU types, scales)
+in every variant, filled up to ``--runs`` with embedded-workload scales; ``launcher:
+srun``, ``container: enroot`` so the DAG holds the image imports and the venv too. The
+baseline: one rule with a wildcard, ``--runs`` outputs, nothing else. Both are timed as
+``snakemake -n`` from the command line (parse, config validation, DAG, job listing) in
+the same run, one after the other; targets: ratio <= 1.5 and sweep < 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from llmbench.catalog import load_catalog
+from llmbench.config import run_specs, validate_config
+from llmbench.launch.variants import VARIANTS
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_RATIO = 1.5
+MAX_SECONDS = 60.0
+IMAGES = {
+    "llama3.1-nemo": "nvidia/nemo:25.07",
+    "nemotron4-nemo": "nvidia/nemo:25.07",
+    "llama3.1-mbridge": "nvidia/nemo:25.09",
+}
+TRIVIAL = """
+rule all:
+    input:
+        expand("out/{i}.txt", i=range(%d)),
+
+
+rule make:
+    output:
+        "out/{i}.txt",
+    shell:
+        "touch {output}"
+"""
+
+
+def sweep_config(runs: int) -> dict:
+    catalog = load_catalog()
+    sweeps = []
+    for workload in catalog.workloads():
+        for row in catalog.rows(workload):
+            sweeps.append(
+                {
+                    "workload": workload,
+                    "sizes": [row.size],
+                    "dtypes": [row.dtype],
+                    "gpu_type": row.gpu_type,
+                    "scales": [row.gpus],
+                    "scaling": row.scaling,
+                    "variants": list(VARIANTS),
+                }
+            )
+    config = {"sweeps": sweeps, "launcher": "srun", "container": "enroot", "images": IMAGES}
+    catalog_runs = len(run_specs(validate_config(config)))
+    per_dtype = (runs - catalog_runs) // 2  # fp32 and bf16 per scale
+    if per_dtype > 0:
+        sweeps.append(
+            {
+                "workload": "tiny-llama",
+                "sizes": ["tiny"],
+                "dtypes": ["fp32", "bf16"],
+                "gpu_type": "cpu",
+                "scales": list(range(1, per_dtype + 1)),
+            }
+        )
+    return config
+
+
+def timed_dry_run(workdir: Path, snakefile: Path) -> tuple[float, int]:
+    """Seconds for ``snakemake -n`` and the number of jobs it listed."""
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules",
+         "--snakefile", str(snakefile), "--directory", str(workdir), "--cores", "1"],
+        cwd=workdir, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"dry run failed in {workdir}:\n{proc.stderr[-3000:]}")
+    total = [line for line in proc.stdout.splitlines() if line.startswith("total")]
+    return elapsed, int(total[-1].split()[-1]) if total else -1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even if a target is missed")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="llmbench-dry-run-") as tmp:
+        ours, trivial = Path(tmp, "sweep"), Path(tmp, "trivial")
+        ours.mkdir()
+        trivial.mkdir()
+        config = sweep_config(args.runs)
+        (ours / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        runs = len(run_specs(validate_config(config)))
+        (trivial / "Snakefile").write_text(TRIVIAL % runs)
+        base_s, base_jobs = timed_dry_run(trivial, trivial / "Snakefile")
+        sweep_s, sweep_jobs = timed_dry_run(ours, REPO / "Snakefile")
+    ratio = sweep_s / base_s
+    figures = {
+        "runs": runs,
+        "sweep_jobs": sweep_jobs,
+        "sweep_dry_run_s": round(sweep_s, 2),
+        "trivial_jobs": base_jobs,
+        "trivial_dry_run_s": round(base_s, 2),
+        "ratio": round(ratio, 3),
+        "target_ratio": MAX_RATIO,
+        "target_s": MAX_SECONDS,
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    missed = ratio > MAX_RATIO or sweep_s > MAX_SECONDS
+    if missed:
+        print(
+            f"target missed: ratio {ratio:.2f} (<= {MAX_RATIO}), {sweep_s:.1f} s (< {MAX_SECONDS})"
+        )
+    return 1 if missed and not args.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# llmbench 0.1.0: run llama3.1-nemo_8b_fp8_h100x16_profile
+# Exactly what this attempt executed; rerun by hand with: bash launch.sh (inside a Slurm allocation)
+set -euo pipefail
+cd "$(dirname "$0")"
+export OMP_NUM_THREADS=1
+PYTHON="${LLMBENCH_PYTHON:-python3}"
+: "${LLMBENCH_STAGE_PATH:?set LLMBENCH_STAGE_PATH to the shared stage folder}"
+# LLMBENCH_IMAGE overrides the image imported into the stage folder (docs/slurm.md).
+IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/nvidia+nemo+25.07.sqsh}"
+LLMBENCH_SRC="$("$PYTHON" -c 'import llmbench, pathlib; print(pathlib.Path(llmbench.__file__).parents[1])')"
+# The executor plugin keeps only SLURM_JOB_ID in a rule's shell (it strips SLURM_*),
+# so the allocation's nodes come from the controller.
+: "${SLURM_JOB_ID:?launcher srun runs inside a Slurm allocation}"
+NODELIST="$(squeue -h -j "$SLURM_JOB_ID" -o %N)"
+# LLMBENCH_MASTER_ADDR overrides where node names do not resolve (docs/slurm.md).
+export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST" | sed -n 1p)}"
+export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
+# Profile global ranks 0,8-9 only; the other ranks run unprofiled.
+cat > nsys_ranks.sh <<'EOF'
+case ",0,8,9," in
+*",${SLURM_PROCID:?srun sets SLURM_PROCID},"*) exec nsys profile -s none -t cuda,nvtx --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true --gpu-metrics-devices=all -o 'profile_%q{SLURM_JOB_ID}_%q{SLURM_NODEID}_%q{SLURM_LOCALID}' "$@" ;;
+*) exec "$@" ;;
+esac
+EOF
+# HF_TOKEN, if needed, comes from the caller's environment, by name only.
+exec srun --nodes=2 --ntasks-per-node=8 --kill-on-bad-exit=1 \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN \
+    bash nsys_ranks.sh \
+    python3 /opt/llmbench/src/llmbench/entrypoints/nemo2.py --spec run_spec.json --profile-steps 10 12

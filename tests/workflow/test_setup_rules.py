@@ -1,0 +1,125 @@
+"""The setup rules in the real DAG: image imports (stand-in enroot) and the training venv."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmbench.stage import VENV_MARKER
+from tests.conftest import REPO, snakemake, write_config
+
+pytestmark = pytest.mark.workflow
+
+FIXTURES = REPO / "tests" / "fixtures"
+IMAGE = "nvidia/nemo:25.07"
+CONFIG = {
+    "sweeps": [
+        {
+            "workload": "llama3.1-nemo",
+            "sizes": ["8b"],
+            "dtypes": ["bf16", "fp8"],
+            "gpu_type": "h100",
+            "scales": [8, 16],
+        },
+        {  # Grace nodes: the same image, imported for aarch64
+            "workload": "llama3.1-mbridge",
+            "sizes": ["8b"],
+            "dtypes": ["fp8"],
+            "gpu_type": "gb200",
+            "scales": [8],
+        },
+    ],
+    "launcher": "srun",
+    "container": "enroot",
+    "images": {"llama3.1-nemo": IMAGE, "llama3.1-mbridge": IMAGE},
+    "setup": {"venv_requirements": "requirements.txt"},
+}
+SQSH = {
+    "x86_64": "results/stage/images/nvidia+nemo+25.07.sqsh",
+    "aarch64": "results/stage/images/nvidia+nemo+25.07.aarch64.sqsh",
+}
+MARKER = f"results/stage/venv/{VENV_MARKER}"
+
+
+def job_counts(dry_run_stdout: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table of a dry run."""
+    lines = dry_run_stdout.split("Job stats:", 1)[1].splitlines()[3:]
+    counts = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write_config(tmp_path, CONFIG)
+    # One requirement that a new venv already has: a real pip run, no download.
+    (tmp_path / "requirements.txt").write_text("pip\n")
+    monkeypatch.setenv("PATH", f"{FIXTURES}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_ENROOT_CALLS", str(tmp_path / "enroot-calls"))
+    monkeypatch.setenv(
+        "FAKE_ENROOT_EXPECT", f"OUT docker://{IMAGE}\n-a aarch64 OUT docker://{IMAGE}"
+    )
+    return tmp_path
+
+
+def test_dag_imports_each_image_once_per_arch_and_builds_one_venv(workdir: Path) -> None:
+    proc = snakemake(workdir, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert counts["import_image"] == 2 and counts["training_venv"] == 1
+    assert counts["train"] == 5
+    for path in (*SQSH.values(), MARKER):
+        assert path in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("mksquashfs") is None, reason="needs squashfs-tools")
+def test_setup_rules_run_for_real_and_only_once(workdir: Path) -> None:
+    proc = snakemake(workdir, "--cores", "2", *SQSH.values(), MARKER)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for path in SQSH.values():
+        assert (workdir / path).read_bytes()[:4] == b"hsqs"  # a real squashfs
+    calls = (workdir / "enroot-calls").read_text().splitlines()
+    assert sorted(calls) == sorted([f"OUT docker://{IMAGE}", f"-a aarch64 OUT docker://{IMAGE}"])
+    assert not list((workdir / "results/stage/images").glob(".*partial"))
+    marker = (workdir / MARKER).read_text()
+    assert "requirements: requirements.txt sha256=" in marker
+    assert any(line.startswith("pip==") for line in marker.splitlines())
+    venv_python = workdir / "results/stage/venv/bin/python"
+    check = entry_point_file(venv_python)
+    assert check == str(REPO / "src" / "llmbench" / "entrypoints" / "nemo2.py")
+    again = snakemake(workdir, "-n")
+    counts = job_counts(again.stdout)
+    assert "import_image" not in counts and "training_venv" not in counts
+    # New pins rebuild the venv (and only the venv).
+    (workdir / "requirements.txt").write_text("pip\nsetuptools\n")
+    counts = job_counts(snakemake(workdir, "-n").stdout)
+    assert counts.get("training_venv") == 1 and "import_image" not in counts
+
+
+def entry_point_file(python: Path) -> str:
+    """The entry point module as the venv's interpreter finds it (via the .pth file)."""
+    out = subprocess.run(
+        [str(python), "-c", "import llmbench.entrypoints.nemo2 as m; print(m.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_failed_import_leaves_no_file(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_ENROOT_FAIL", "1")
+    proc = snakemake(workdir, "--cores", "1", SQSH["x86_64"])
+    assert proc.returncode != 0
+    images = workdir / "results/stage/images"
+    assert not images.exists() or not list(images.iterdir())  # no partial, no .sqsh
+    log = (workdir / "results/logs/import_image/nvidia+nemo+25.07.sqsh.log").read_text()
+    assert "simulated failure" in log or "simulated failure" in proc.stderr
