@@ -59,12 +59,19 @@ wildcard_constraints:
 
 
 @functools.cache
-def _spec_dict(run):
-    return RUNS[run].to_dict()
+def _train_params(run):
+    return {
+        "spec": RUNS[run].to_dict(),
+        # Changes exactly when the reported attempt did not succeed (llmbench.attempts),
+        # so rerunning the same command redoes failed runs and keeps the rest.
+        "retry_of": retry_token(Path("results/runs") / run, CONFIG["failures"]["keep_failed"]),
+        "env": _launch_env(RUNS[run]),
+    }
 
 
-def get_spec(wildcards):
-    return _spec_dict(wildcards.run)
+def get_train_params(wildcards):
+    # One params callable, not three: Snakemake evaluates each several times per job.
+    return _train_params(wildcards.run)
 
 
 def _train_threads(spec):
@@ -82,15 +89,6 @@ def get_train_threads():
     return threads
 
 
-@functools.cache  # read once per invocation: Snakemake evaluates params several times
-def _retry_token(run):
-    return retry_token(Path("results/runs") / run, CONFIG["failures"]["keep_failed"])
-
-
-def get_retry_token(wildcards):
-    # Changes exactly when the reported attempt did not succeed (llmbench.attempts), so
-    # rerunning the same command redoes failed runs and keeps the rest.
-    return _retry_token(wildcards.run)
 
 
 def get_sqsh_constraint():
@@ -124,9 +122,9 @@ def get_setup_inputs(wildcards):
     return inputs
 
 
-def get_launch_env(wildcards):
+def _launch_env(spec):
     env = {"LLMBENCH_STAGE_PATH": str(Path(STAGE).resolve())}
-    if needs_venv(RUNS[wildcards.run]):
+    if needs_venv(spec):
         env["LLMBENCH_PYTHON"] = str(Path(venv_python(STAGE)).resolve())
     if CONFIG["master_addr"]:
         env["LLMBENCH_MASTER_ADDR"] = CONFIG["master_addr"]

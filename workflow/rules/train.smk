@@ -26,9 +26,7 @@ rule train:
         slurm_extra=get_train_resources("slurm_extra"),
         llmbench_try=get_try_number,
     params:
-        spec=get_spec,
-        retry_of=get_retry_token,
-        env=get_launch_env,
+        run=get_train_params,
         infra_retries=CONFIG["failures"]["infra_retries"],
     script:
         "../scripts/train.py"

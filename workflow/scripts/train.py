@@ -10,12 +10,12 @@ from llmbench.tables_io import write_parquet_atomic
 sys.stderr = open(snakemake.log[0], "w")
 output = snakemake.output
 record = run_or_salvage(
-    RunSpec.from_dict(snakemake.params.spec),
+    RunSpec.from_dict(snakemake.params.run["spec"]),
     Path(output.record).parent,
     job_attempt=snakemake.resources.llmbench_try,
     infra_retries=snakemake.params.infra_retries,
     source_dir=Path(snakemake.scriptdir),
-    env=snakemake.params.env,
+    env=snakemake.params.run["env"],
 )
 write_json_atomic(Path(output.record), record)
 summary, parsed = summarize_record(output.record)
