@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from llmbench.aggregate import Peak, run_row, runs_table
+from llmbench.aggregate import Peak, runs_table_from_records
 from llmbench.catalog import published_results
 from llmbench.config import run_specs, validate_config
 from llmbench.reference import builtin_references, compare, load_references
@@ -50,7 +50,7 @@ def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
             ]
         }
     )
-    rows = []
+    parts = []
     for spec in run_specs(cfg):
         log = tmp_path / f"{spec.run_id}.log"
         nemo_log(log, step_time_for(spec.gpus))
@@ -65,8 +65,8 @@ def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
             "provenance": {},
         }
         summary = parse_log(log, expected_steps=spec.steps).summary.as_dict()
-        rows.append(run_row(record, summary, Peak(989e12, "datasheet"), 1e12))
-    return runs_table(rows)
+        parts.append((record, summary, Peak(989e12, "datasheet")))
+    return runs_table_from_records(parts, 1e12)
 
 
 def test_published_step_times_are_within(tmp_path) -> None:
@@ -136,5 +136,5 @@ def test_tiny_model_has_no_reference(tmp_path) -> None:
         "spec": spec.to_dict(),
     }
     write_json_atomic(tmp_path / "r.json", record)
-    runs = compare(runs_table([run_row(record, summary, None, 1e12)]), builtin_references())
+    runs = compare(runs_table_from_records([(record, summary, None)], 1e12), builtin_references())
     assert runs.verdict.tolist() == ["no_reference"]

@@ -1,6 +1,10 @@
 """Tidy tables from run records and parsed logs: one row per run, one per training step.
 
-Every column's type, unit and meaning: docs/tables.md.
+Every column's type, unit and meaning: docs/tables.md. Both tables are built column by
+column (one implementation, fit for 100,000 runs): ``spec_row`` gives each run's facts,
+``runs_table_from_frames`` joins them with the log summaries and derives the metrics,
+``steps_table_from_frame`` tags the parsed steps; ``runs_table_from_records`` wraps the
+first two for a handful of runs.
 
 ``runs`` columns, keys first (units in names):
 - keys: run_id, workload, size, dtype, gpu_type, gpus, nodes, scaling, variant, attempt
@@ -22,6 +26,7 @@ Every column's type, unit and meaning: docs/tables.md.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -142,135 +147,24 @@ def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Pea
     return Peak(tflops * 1e12, f"datasheet: {spec['gpu_type']} dense {spec['dtype']}")
 
 
+_SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
+
+
 def model_flops(model: Mapping[str, Any]) -> float:
     """Model FLOPs per sample for a run spec's ``model`` mapping."""
-    shape = flops_mod.ModelShape(**{k: model[k] for k in flops_mod.ModelShape.__dataclass_fields__})
-    return flops_mod.model_flops_per_sample(model.get("flops_formula", "llama"), shape)
+    shape = tuple(model[k] for k in _SHAPE_FIELDS)
+    return _model_flops(model.get("flops_formula", "llama"), shape)
 
 
-def outcome(
-    exit_code: int | None, summary: Mapping[str, Any], failure_reason: str | None = None
-) -> tuple[str, str]:
-    """The run's status: the log's verdict, but a non-zero exit is never a success, and
-    an attempt killed from outside fails with the scheduler's reason."""
-    if failure_reason:
-        return "failed", failure_reason
-    status, reason = summary["status"], summary.get("reason") or ""
-    if exit_code not in (0, None) and status != "failed":
-        return "failed", f"exit_code_{exit_code}"
-    return status, reason
-
-
-def run_row(
-    record: Mapping[str, Any],
-    summary: Mapping[str, Any],
-    peak: Peak | None,
-    train_tokens: float,
-) -> dict[str, Any]:
-    """One row of the runs table."""
-    spec, prov = record["spec"], record.get("provenance", {})
-    par = spec.get("parallelism", {})
-    status, reason = outcome(record.get("exit_code"), summary, record.get("failure_reason"))
-    step_s = summary["step_time_mean_s"]
-    gbs, gpus, seq = spec["global_batch_size"], spec["gpus"], spec["seq_len"]
-    flops_sample = model_flops(spec["model"])
-    ok = step_s is not None and math.isfinite(step_s) and step_s > 0
-    tps = metrics.tokens_per_s(seq, gbs, step_s) if ok else math.nan
-    achieved = metrics.achieved_flops_per_gpu(gbs, flops_sample, step_s, gpus) if ok else math.nan
-    started = pd.Timestamp(record["started_at"])
-    finished = pd.Timestamp(record["finished_at"])
-    return {
-        **{
-            k: spec[k]
-            for k in (
-                "workload",
-                "size",
-                "dtype",
-                "gpu_type",
-                "gpus",
-                "nodes",
-                "scaling",
-                "variant",
-            )
-        },
-        "run_id": record["run_id"],
-        "attempt": record["attempt"],
-        "attempts": record["attempt"],
-        "earlier_attempts": "",
-        "status": status,
-        "reason": reason,
-        "exit_code": record.get("exit_code"),
-        "framework": spec["framework"],
-        "seq_len": seq,
-        "micro_batch_size": spec["micro_batch_size"],
-        "global_batch_size": gbs,
-        **{k: par.get(k, 1) for k in ("tp", "pp", "cp", "dp", "ga")},
-        "steps": spec["steps"],
-        "window_first": spec["window"][0],
-        "window_last": spec["window"][1],
-        "step_time_mean_s": step_s,
-        "step_time_std_s": summary["step_time_std_s"],
-        "step_time_last_s": summary["step_time_last_s"],
-        "n_iterations": summary["n_iterations"],
-        "max_iteration": summary["max_iteration"],
-        "logged_tflops_per_gpu_mean": summary.get("tflops_per_gpu_mean", math.nan),
-        "tokens_per_s": tps,
-        "tokens_per_s_per_gpu": tps / gpus,
-        "train_tokens": train_tokens,
-        "days_to_train": metrics.days_to_train(train_tokens, tps) if ok else math.nan,
-        "model_flops_per_sample": flops_sample,
-        "achieved_tflops_per_gpu": achieved / 1e12,
-        "peak_tflops_per_gpu": peak.flops_per_s / 1e12 if peak else math.nan,
-        "peak_source": peak.source if peak else "",
-        "mfu": achieved / peak.flops_per_s if peak else math.nan,
-        "started_at": started,
-        "finished_at": finished,
-        "duration_s": (finished - started).total_seconds(),
-        **{
-            k: prov.get(k)
-            for k in (
-                "host",
-                "git_sha",
-                "llmbench_version",
-                "python_version",
-                "torch_version",
-                "transformers_version",
-                "slurm_job_id",
-            )
-        },
-        "log_path": f"{record['run_id']}/{record['log']}",
-    }
-
-
-def runs_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Typed runs table, keys first, sorted by keys."""
-    frame = pd.DataFrame(list(rows), columns=list(RUN_DTYPES))
-    frame = frame.astype(RUN_DTYPES)
-    return frame.sort_values(
-        ["workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus"],
-        ignore_index=True,
+@functools.lru_cache(maxsize=4096)
+def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
+    # Cached: the exact (Fraction) arithmetic costs ~40 us, and a sweep repeats few models.
+    return flops_mod.model_flops_per_sample(
+        formula, flops_mod.ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True)))
     )
 
 
-def steps_table(parts: Iterable[tuple[Mapping[str, Any], pd.DataFrame]]) -> pd.DataFrame:
-    """Typed per-iteration table from (record, parsed steps) pairs."""
-    frames = []
-    for record, steps in parts:
-        spec = record["spec"]
-        lo, hi = spec["window"]
-        frame = steps.loc[:, ["iteration", "step_time_s", "loss", "tflops_per_gpu"]].copy()
-        frame["in_window"] = frame["iteration"].between(lo, hi)
-        frame["run_id"] = record["run_id"]
-        frame["attempt"] = record["attempt"]
-        for key in ("workload", "size", "dtype", "gpu_type", "gpus", "variant"):
-            frame[key] = spec[key]
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in STEP_DTYPES.items()})
-    return pd.concat(frames, ignore_index=True)[list(STEP_DTYPES)].astype(STEP_DTYPES)
-
-
-# --- vectorised path: the workflow's aggregate rule and the benchmark use it ---------------
+# --- the runs table: one row of per-run facts and one log summary per run, column-wise ---
 
 SPEC_COLUMNS = (
     "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant",
@@ -326,38 +220,46 @@ def spec_row(
     }  # fmt: skip
 
 
+def _outcomes(specs: pd.DataFrame, summaries: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Status and reason per run: the log's verdict, but a non-zero exit is never a
+    success, and an attempt killed from outside fails with the scheduler's reason."""
+    status = summaries["status"].astype(object).to_numpy(copy=True)
+    reason = summaries["reason"].astype(object).fillna("").to_numpy(copy=True)
+    exit_code = pd.to_numeric(specs["exit_code"], errors="coerce")
+    bad_exit = (exit_code.notna() & (exit_code != 0)).to_numpy() & (status != "failed")
+    status[bad_exit] = "failed"
+    reason[bad_exit] = [f"exit_code_{int(c)}" for c in exit_code[bad_exit]]
+    # A killed attempt (scancel, time limit, node failure) carries the scheduler's reason
+    # in its record; its partial log must not read as merely incomplete.
+    if "failure_reason" in specs.columns:
+        killed = specs["failure_reason"].fillna("").astype(str).to_numpy()
+        status[killed != ""] = "failed"
+        reason[killed != ""] = killed[killed != ""]
+    return status, reason
+
+
 def runs_table_from_frames(
     specs: pd.DataFrame, summaries: pd.DataFrame, train_tokens: float
 ) -> pd.DataFrame:
     """The runs table from one row per run of ``spec_row`` facts (``specs``) and of log
-    summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column-wise: the same
-    numbers as ``runs_table(run_row(...) ...)`` without a Python loop per run."""
+    summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
+    implementation of every derived metric; it must scale to 100,000 runs).
+
+    tokens_per_s = seq_len * GBS / step_time_mean_s; days_to_train = train_tokens /
+    tokens_per_s / 86400; achieved_tflops_per_gpu = GBS * model FLOPs / step time / gpus
+    / 1e12; mfu = achieved / peak. Null where the step time is not a positive number, and
+    mfu null where the peak is unknown (``llmbench.metrics``, docs/tables.md)."""
     if len(specs) != len(summaries):
         raise ValueError(f"{len(specs)} spec rows but {len(summaries)} summary rows")
     summ = summaries.reset_index(drop=True)
     out = specs.reset_index(drop=True).copy()
-    exit_code = pd.to_numeric(out["exit_code"], errors="coerce")
-    status = summ["status"].astype(object).to_numpy(copy=True)
-    reason = summ["reason"].fillna("").astype(object).to_numpy(copy=True)
-    bad_exit = (exit_code.notna() & (exit_code != 0)).to_numpy() & (status != "failed")
-    status[bad_exit] = "failed"
-    reason[bad_exit] = [f"exit_code_{int(c)}" for c in exit_code[bad_exit]]
-    # An attempt killed from outside (scancel, time limit, node failure) carries the
-    # scheduler's reason in its record; its partial log must not read as merely incomplete.
-    killed = (
-        out.pop("failure_reason").fillna("").astype(str).to_numpy()
-        if ("failure_reason" in out.columns)
-        else np.array([""] * len(out), dtype=object)
-    )
-    status[killed != ""] = "failed"
-    reason[killed != ""] = killed[killed != ""]
-    out["status"], out["reason"] = status, reason
+    out["status"], out["reason"] = _outcomes(out, summ)
+    out = out.drop(columns="failure_reason", errors="ignore")
     for col in SUMMARY_COLUMNS[2:]:
         out[col] = pd.to_numeric(summ[col], errors="coerce").to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")
     step = out["step_time_mean_s"].astype(float)
-    ok = step.gt(0) & step.lt(math.inf)
-    step_ok = step.where(ok)
+    step_ok = step.where(step.gt(0) & step.lt(math.inf))
     tps = out["seq_len"] * out["global_batch_size"] / step_ok
     out["tokens_per_s"] = tps
     out["tokens_per_s_per_gpu"] = tps / out["gpus"]
@@ -372,6 +274,24 @@ def runs_table_from_frames(
     return runs_table_frame(out)
 
 
+def runs_table_from_records(
+    parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any], Peak | None]],
+    train_tokens: float,
+) -> pd.DataFrame:
+    """The runs table of (run record, log summary, peak) triples: a convenience for a
+    handful of runs on top of ``spec_row`` and ``runs_table_from_frames``. Summary keys
+    left out (``reason``, ``tflops_per_gpu_mean`` ...) read as empty or NaN."""
+    specs, summaries = [], []
+    for record, summary, peak in parts:
+        specs.append(spec_row(record, peak))
+        summaries.append(summary)
+    return runs_table_from_frames(
+        pd.DataFrame(specs, columns=list(SPEC_COLUMNS)),
+        pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS)),
+        train_tokens,
+    )
+
+
 def runs_table_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame with the runs columns the schema's order and types, sorted by keys."""
     for col in RUN_DTYPES:
@@ -384,21 +304,31 @@ def runs_table_frame(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+# --- the steps table -----------------------------------------------------------------------
+
+_STEP_KEYS = ("run_id", "attempt", "workload", "size", "dtype", "gpu_type", "gpus", "variant")
+_STEP_VALUES = ("iteration", "step_time_s", "loss", "tflops_per_gpu")
+
+
 def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """The steps table from ``spec_row`` facts and one long frame of parsed steps with a
-    ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu), column-wise."""
-    keys = specs.loc[:, ["run_id", "attempt", "workload", "size", "dtype", "gpu_type", "gpus",
-                         "variant", "window_first", "window_last"]]  # fmt: skip
-    idx = pd.Index(keys["run_id"].astype(str)).get_indexer(steps["run_id"].astype(str))
+    ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu), in the steps'
+    order; ``in_window``: window_first <= iteration <= window_last of the run."""
+    # Keys are typed once per run and then gathered per step (50x fewer conversions); the
+    # steps' run ids are factorized in one pass and only the distinct ones looked up.
+    keys = specs.loc[:, [*_STEP_KEYS, "window_first", "window_last"]].reset_index(drop=True)
+    keys = keys.astype({k: STEP_DTYPES[k] for k in _STEP_KEYS})
+    codes, uniques = pd.factorize(steps["run_id"].astype("string"))
+    pos = np.append(pd.Index(keys["run_id"]).get_indexer(pd.Index(uniques)), -1)
+    idx = pos[codes]  # a null run id (code -1) picks the appended -1: no spec row
     if (idx < 0).any():
-        missing = steps["run_id"][idx < 0].iloc[0]
+        missing = steps["run_id"].iloc[int(np.argmax(idx < 0))]
         raise ValueError(f"steps for run {missing!r} have no spec row")
-    out = {c: steps[c].to_numpy() for c in ("iteration", "step_time_s", "loss",
-                                            "tflops_per_gpu")}  # fmt: skip
-    for col in ("run_id", "attempt", "workload", "size", "dtype", "gpu_type", "gpus", "variant"):
-        out[col] = keys[col].to_numpy()[idx]
+    out: dict[str, Any] = {k: keys[k].array.take(idx) for k in _STEP_KEYS}
+    for col in _STEP_VALUES:
+        out[col] = steps[col].to_numpy(dtype=STEP_DTYPES[col])
     it = out["iteration"]
     out["in_window"] = (it >= keys["window_first"].to_numpy()[idx]) & (
         it <= keys["window_last"].to_numpy()[idx]
     )
-    return pd.DataFrame(out)[list(STEP_DTYPES)].astype(STEP_DTYPES)
+    return pd.DataFrame(out, columns=list(STEP_DTYPES)).astype(STEP_DTYPES)

@@ -8,11 +8,13 @@ Figures, each only when it has data (a figure with nothing to show is not writte
 - ``efficiency``: scaling efficiency = tokens/s per GPU / tokens/s per GPU at the smallest
   scale x 100 (%), when a dtype has two scales or more
 - ``reference``: measured vs reference step time, when a run has a reference
-- ``step_trace``: per-iteration step time of every run, averaging window shaded
+- ``step_trace``: per-iteration step time of every run, averaging window shaded; beyond
+  ``TRACE_MAX_RUNS`` runs the median and min-max range per dtype and scale instead
 - ``status``: scale x configuration matrix coloured by status / failure reason
 
 Lines carry their label at their last point, so no legend needs to be looked up.
-Only successful ``perf`` runs are drawn in the metric figures.
+Only successful ``perf`` runs are drawn in the metric figures. The same tables give the
+same bytes (no dates, fixed SVG ids).
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ matplotlib.use("Agg")  # files only; never a display
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, NullLocator
 
 FIGURES = (
@@ -64,24 +70,32 @@ def _end_label(ax: plt.Axes, x: Sequence[float], y: Sequence[float], text: str,
 
 
 def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
+    # Constrained layout once, then one draw per format: a figure that keeps a layout
+    # engine is laid out and drawn twice by every savefig (a quarter of the plotting time).
+    ConstrainedLayoutEngine().execute(fig)
     written = []
-    for fmt in FORMATS:
-        path = out_dir / f"{name}.{fmt}"
-        fig.savefig(path, dpi=110 if fmt == "png" else None, metadata=_metadata(fmt))
-        written.append(path)
+    with plt.rc_context(_SAME_BYTES):
+        for fmt in FORMATS:
+            path = out_dir / f"{name}.{fmt}"
+            fig.savefig(path, dpi=110 if fmt == "png" else None, metadata=_metadata(fmt))
+            written.append(path)
     plt.close(fig)
     return written
 
 
+# The same data gives the same bytes: no creation date, and SVG ids (clip paths, glyphs)
+# hashed with a fixed salt instead of a random one per file.
+_SAME_BYTES = {"svg.hashsalt": "llmbench"}
+
+
 def _metadata(fmt: str) -> dict[str, str | None]:
-    # No creation dates in the files: the same data gives the same bytes.
     return {"Date": None} if fmt == "svg" else {"Software": "llmbench"}
 
 
 def _line_figure(ok: pd.DataFrame, title: str, unit: str, column: str, ylabel: str,
                  scale: float = 1.0, log_y: bool = False, ideal: bool = False,
                  zero: bool = False) -> plt.Figure:  # fmt: skip
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="none")
     for dtype, part in ok.groupby("dtype", sort=True):
         x, y = part["gpus"].to_numpy(float), part[column].to_numpy(float) * scale
         (line,) = ax.plot(x, y, marker="o")
@@ -113,7 +127,7 @@ def _efficiency(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reference_figure(ok: pd.DataFrame, title: str, unit: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="none")
     for dtype, part in ok.groupby("dtype", sort=True):
         x = part["gpus"].to_numpy(float)
         (line,) = ax.plot(x, part["step_time_mean_s"].to_numpy(float), marker="o")
@@ -132,24 +146,75 @@ def _reference_figure(ok: pd.DataFrame, title: str, unit: str) -> plt.Figure:
     return fig
 
 
-def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(7.2, 4.4), layout="constrained")
-    order = runs.sort_values(["dtype", "gpus"])
+# Up to this many runs the step trace has a line per run; beyond, a line and band per
+# configuration (thousands of overlapping lines show nothing and take seconds to draw).
+TRACE_MAX_RUNS = 100
+# Above this many points the trace's lines are one embedded image in the SVG (text and
+# axes stay vector), so that long runs do not make a file of many megabytes.
+TRACE_VECTOR_POINTS = 20_000
+
+
+def _trace_lines(order: pd.DataFrame, steps: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray]:
+    """(iteration, step time) of each run of ``order`` that has steps, in ``order``'s order,
+    and each line's position in ``order``: one sort, not one selection per run."""
+    rank = pd.Index(order["run_id"]).get_indexer(steps["run_id"])
+    keep = np.flatnonzero(rank >= 0)
+    keep = keep[np.argsort(rank[keep], kind="stable")]  # each run's steps together, in order
+    rank = rank[keep]
+    xy = np.column_stack([steps["iteration"].to_numpy(float)[keep],
+                          steps["step_time_s"].to_numpy(float)[keep]])  # fmt: skip
+    if not len(xy):
+        return [], rank
+    starts = np.flatnonzero(np.diff(rank)) + 1
+    return np.split(xy, starts), rank[np.r_[0, starts]]
+
+
+def _draw_runs(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
     colours = plt.get_cmap("tab10")
-    by_run = dict(tuple(steps.groupby("run_id", sort=False)))
-    segments, seg_colours = [], []
-    for i, row in enumerate(order.itertuples(index=False)):
-        part = by_run.get(row.run_id)
-        if part is None or part.empty:
-            continue
-        x = part["iteration"].to_numpy(float)
-        y = part["step_time_s"].to_numpy(float)
-        colour = colours(i % 10)
-        segments.append(np.column_stack([x, y]))
-        seg_colours.append(colour)
-        if len(order) <= 12:
-            _end_label(ax, x, y, f"{row.dtype} x{row.gpus}", colour)
-    ax.add_collection(LineCollection(segments, colors=seg_colours, linewidths=1.2))
+    segments, positions = _trace_lines(order, steps)
+    seg_colours = [colours(i % 10) for i in positions.tolist()]
+    if len(order) <= 12:
+        for xy, i, colour in zip(segments, positions.tolist(), seg_colours, strict=True):
+            dtype, gpus = order["dtype"].iat[i], order["gpus"].iat[i]
+            _end_label(ax, xy[:, 0], xy[:, 1], f"{dtype} x{gpus}", colour)
+    raster = sum(len(xy) for xy in segments) > TRACE_VECTOR_POINTS
+    ax.add_collection(LineCollection(segments, colors=seg_colours, linewidths=1.2,
+                                     rasterized=raster))  # fmt: skip
+
+
+def _draw_bands(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
+    """Median and min-max of step time per iteration of each (dtype, scale)."""
+    colours = plt.get_cmap("tab10")
+    rank = pd.Index(order["run_id"]).get_indexer(steps["run_id"])
+    keep = rank >= 0
+    # ``order`` is sorted by dtype and scale, so configuration codes follow that order
+    codes, labels = pd.factorize(order["dtype"].astype(str) + " x" + order["gpus"].astype(str))
+    frame = pd.DataFrame({
+        "config": codes[rank[keep]],
+        "run": rank[keep],
+        "iteration": steps["iteration"].to_numpy()[keep],
+        "t": steps["step_time_s"].to_numpy(float)[keep],
+    })  # fmt: skip
+    runs_per_config = frame.groupby("config")["run"].nunique()
+    stats = frame.groupby(["config", "iteration"], sort=True)["t"].agg(["median", "min", "max"])
+    for code, part in stats.groupby(level="config", sort=True):
+        x = part.index.get_level_values("iteration").to_numpy(float)
+        colour = colours(int(code) % 10)
+        ax.fill_between(x, part["min"].to_numpy(), part["max"].to_numpy(), color=colour,
+                        alpha=0.25, linewidth=0)  # fmt: skip
+        median = part["median"].to_numpy()
+        ax.plot(x, median, color=colour, linewidth=1.2)
+        if len(labels) <= 12:
+            n = int(runs_per_config[code])
+            text = f"{labels[code]} ({n} run{'' if n == 1 else 's'})"
+            _end_label(ax, x, median, text, colour)
+
+
+def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7.2, 4.4), layout="none")
+    order = runs.sort_values(["dtype", "gpus"], kind="stable").reset_index(drop=True)
+    many = len(order) > TRACE_MAX_RUNS
+    (_draw_bands if many else _draw_runs)(ax, order, steps)
     ax.autoscale()
     lo, hi = int(order["window_first"].min()), int(order["window_last"].max())
     ax.axvspan(lo - 0.5, hi + 0.5, color="#1f77b4", alpha=0.12, lw=0)
@@ -159,7 +224,10 @@ def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Fi
     ax.margins(x=0.12)
     ax.set_xlabel("iteration (as the framework numbers it)")
     ax.set_ylabel("step time (s, log)")
-    ax.set_title(f"{title}: step time per iteration, one line per run")
+    ax.set_title(
+        f"{title}: step time per iteration, "
+        + ("median and range per configuration" if many else "one line per run")
+    )
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -174,7 +242,7 @@ def _status_figure(runs: pd.DataFrame, title: str, unit: str) -> plt.Figure:
     grid = np.full((len(configs), len(scales)), np.nan)
     fig, ax = plt.subplots(
         figsize=(max(4.5, 1.3 * len(scales) + 3), max(2.2, 0.6 * len(configs) + 1.6)),
-        layout="constrained",
+        layout="none",
     )
     for row in frame.itertuples(index=False):
         i, j = configs.index(row.config), scales.index(row.gpus)
@@ -229,6 +297,34 @@ def plot_group(
             written += _save(_trace_figure(runs, traced, title), out_dir, "step_trace")
     written += _save(_status_figure(runs, title, unit), out_dir, "status")
     return written
+
+
+TRACE_COLUMNS = ("run_id", "iteration", "step_time_s")
+"""The steps table's columns the figures use."""
+
+
+def read_group(
+    runs_path: str | Path, steps_path: str | Path, run_ids: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of ``run_ids`` in the runs and steps tables (Parquet). Of the steps only
+    ``TRACE_COLUMNS``, filtered while reading: a group's job need not load every step of
+    the sweep (millions of rows for a large one)."""
+    wanted = pa.array(list(run_ids), pa.string())  # typed: an empty list has no type
+    runs = pd.read_parquet(runs_path, filters=[("run_id", "in", wanted)])
+    return runs, _read_steps(steps_path, wanted)
+
+
+def _read_steps(path: str | Path, run_ids: pa.Array) -> pd.DataFrame:
+    # Run ids are read dictionary-encoded, as Parquet stores them, and matched once per
+    # distinct id of each row group: 3x faster than a filter that compares every step's.
+    table = pq.read_table(path, columns=list(TRACE_COLUMNS), read_dictionary=["run_id"])
+    ids = table.column("run_id")
+    keep = [pc.take(pc.is_in(chunk.dictionary, value_set=run_ids), chunk.indices)
+            for chunk in ids.chunks]  # fmt: skip
+    table = table.filter(pa.chunked_array(keep, pa.bool_()))
+    at = table.schema.get_field_index("run_id")
+    table = table.set_column(at, "run_id", pc.cast(table.column("run_id"), pa.string()))
+    return table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
 def plot_scaling(runs: pd.DataFrame, title: str, out_dir: Path) -> list[Path]:

@@ -98,21 +98,39 @@ def _cell(column: str, value: object) -> str:
     return html.escape(fmt.format(value) if fmt else str(value))
 
 
+def _cells(column: str, values: pd.Series) -> list[str]:
+    """``_cell`` of every value of one column. Floats are formatted one by one (a number
+    needs no escaping); other columns repeat few values, each formatted once."""
+    if values.dtype == "float64":
+        fmt = _FORMATS.get(column, "{}")
+        return ["" if v != v else fmt.format(v) for v in values.tolist()]
+    if values.dtype == object:  # mixed types: 1 and True would share a code
+        return [_cell(column, v) for v in values.tolist()]
+    codes, uniques = pd.factorize(values)  # nulls get code -1: the "" appended last
+    texts = [*(_cell(column, v) for v in uniques.tolist()), ""]
+    return [texts[c] for c in codes.tolist()]
+
+
+def _rows(frame: pd.DataFrame, columns: list[str], classes: list[str]) -> str:
+    """``<tr class=...><td>...</td>...</tr>`` for every row, built column by column."""
+    cells = [[f"<td>{t}</td>" for t in _cells(c, frame[c])] for c in columns]
+    return "".join(
+        f'<tr class="{cls}">{"".join(row)}</tr>' for cls, *row in zip(classes, *cells, strict=True)
+    )
+
+
 def runs_html(runs: pd.DataFrame, title: str = "llmbench runs") -> str:
     """A standalone HTML page with one row per run; failed rows are shaded."""
     cols = [c for c in RUNS_HTML_COLUMNS if c in runs.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for row in runs.itertuples(index=False):
-        cells = "".join(f"<td>{_cell(c, getattr(row, c))}</td>" for c in cols)
-        body.append(f'<tr class="{html.escape(str(row.status))}">{cells}</tr>')
+    classes = [html.escape(str(v)) for v in runs["status"].tolist()]
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"{_STYLE}</head><body><h1>{html.escape(title)}</h1>"
         f"<p>{len(runs)} runs; step time is the mean over the averaging window; "
         f"MFU = GBS &times; model FLOPs / step time / GPUs / peak.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        "</body></html>\n"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(runs, cols, classes)}</tbody>"
+        "</table></body></html>\n"
     )
 
 
@@ -127,14 +145,12 @@ def table_html(
     """A standalone HTML page with one table; an empty frame gives a page saying ``empty``."""
     cols = [c for c in columns if c in frame.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for row in frame.itertuples(index=False):
-        cells = "".join(f"<td>{_cell(c, getattr(row, c))}</td>" for c in cols)
-        cls = _cell(row_class, getattr(row, row_class, ""))
-        body.append(f'<tr class="{cls}">{cells}</tr>')
+    classes = (
+        _cells(row_class, frame[row_class]) if row_class in frame.columns else [""] * len(frame)
+    )
     table = (
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        if body
+        f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(frame, cols, classes)}</tbody></table>"
+        if len(frame)
         else f'<p class="none">{html.escape(empty)}</p>'
     )
     return (

@@ -61,29 +61,35 @@ def _metric_rows(train_tokens: float) -> list[tuple[str, str, Callable[[float], 
     ]
 
 
+def _cell(status: str, reason: object, value: object, fmt: Callable[[float], str]) -> str:
+    """A formatted number, or the run's status (and reason) when it did not succeed."""
+    if status != "success":
+        return status + (f" ({reason})" if isinstance(reason, str) and reason else "")
+    if value is None or value is pd.NA or not math.isfinite(float(value)):
+        return "n/a"
+    return fmt(float(value))
+
+
 def scaling_tables(runs: pd.DataFrame) -> list[ScalingTable]:
-    """The spec-layout tables of the runs table's ``perf`` runs, sorted by key."""
-    perf = runs[runs["variant"] == "perf"]
+    """The spec-layout tables of the runs table's ``perf`` runs, sorted by key; of several
+    runs at one scale the latest attempt is shown."""
+    metrics = [column for _, column, _ in _metric_rows(1e12)]
+    columns = [*TABLE_KEYS, "gpus", "attempt", "status", "reason", "train_tokens", *metrics]
+    # Only the columns shown and one sort for all tables, not a sort of every column per table
+    perf = runs.loc[runs["variant"] == "perf", columns]
+    perf = perf.sort_values([*TABLE_KEYS, "gpus", "attempt"], kind="stable")
+    perf = perf.drop_duplicates([*TABLE_KEYS, "gpus"], keep="last")
     tables = []
     for key, part in perf.groupby(list(TABLE_KEYS), sort=True):
         workload, size, dtype, gpu_type, scaling = (str(k) for k in key)
-        part = part.sort_values(["gpus", "attempt"]).drop_duplicates("gpus", keep="last")
         unit = "CPU ranks" if gpu_type == "cpu" else f"{gpu_type.upper()} GPUs"
         headers = [f"{int(g)}x {unit}" for g in part["gpus"]]
         tokens = part["train_tokens"].dropna()
-        rows = []
-        for label, column, fmt in _metric_rows(float(tokens.iloc[0]) if len(tokens) else 1e12):
-            cells = []
-            for _, run in part.iterrows():
-                value = run[column]
-                if run["status"] != "success":
-                    reason = run["reason"] if isinstance(run["reason"], str) else ""
-                    cells.append(f"{run['status']}" + (f" ({reason})" if reason else ""))
-                elif value is None or value is pd.NA or not math.isfinite(float(value)):
-                    cells.append("n/a")
-                else:
-                    cells.append(fmt(float(value)))
-            rows.append((label, cells))
+        scale_runs = list(part.itertuples(index=False))
+        rows = [
+            (label, [_cell(r.status, r.reason, getattr(r, column), fmt) for r in scale_runs])
+            for label, column, fmt in _metric_rows(float(tokens.iloc[0]) if len(tokens) else 1e12)
+        ]
         title = f"{workload} {size} {dtype.upper()}" + (
             " (strong scaling)" if scaling == "strong" else ""
         )

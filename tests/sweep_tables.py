@@ -1,0 +1,75 @@
+"""Runs and steps tables of a small sweep built by the real table code (no logs, no
+workflow), for the tests of what is drawn and printed from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from llmbench.aggregate import peak_for, runs_table_from_frames, spec_row, steps_table_from_frame
+from llmbench.config import run_specs, validate_config
+from llmbench.reference import builtin_references, compare
+
+STEPS = 50
+
+
+def step_time_s(spec: Mapping) -> float:
+    """A plausible step time that grows a little with scale (weak scaling)."""
+    return 12.0 * (1 + 0.02 * np.log2(spec["gpus"])) * (0.6 if spec["dtype"] == "fp8" else 1.0)
+
+
+def sweep_tables(
+    sweeps: list[dict],
+    outcome: Callable[[Mapping], tuple[str, str]] = lambda spec: ("success", ""),
+    train_tokens: float = 1e12,
+    cpu_peak: Mapping | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, steps) of ``sweeps`` (config entries). ``outcome(spec)`` gives each run's
+    (status, reason); a run that did not succeed has no step time and 10 logged steps, and
+    a failed one exit code 1."""
+    specs = [s.to_dict() for s in run_specs(validate_config({"sweeps": sweeps}))]
+    rows, summaries, steps = [], [], []
+    for spec in specs:
+        status, reason = outcome(spec)
+        ok = status == "success"
+        record = {
+            "run_id": spec["run_id"],
+            "attempt": 1,
+            "exit_code": 1 if status == "failed" else 0,
+            "log": "attempt-1/train.log",
+            "started_at": "2026-01-01T00:00:00.000+00:00",
+            "finished_at": "2026-01-01T00:10:00.000+00:00",
+            "spec": spec,
+        }
+        rows.append(spec_row(record, peak_for(spec, cpu_peak)))
+        t = step_time_s(spec)
+        summaries.append({
+            "status": status, "reason": reason,
+            "step_time_mean_s": t if ok else np.nan, "step_time_std_s": 0.0 if ok else np.nan,
+            "step_time_last_s": t, "n_iterations": STEPS if ok else 10,
+            "max_iteration": (STEPS if ok else 10) - 1, "tflops_per_gpu_mean": np.nan,
+        })  # fmt: skip
+        n = STEPS if ok else 10
+        steps.append(pd.DataFrame({
+            "run_id": spec["run_id"], "iteration": np.arange(n),
+            "step_time_s": np.full(n, t) * np.where(np.arange(n) < 2, 3.0, 1.0),
+            "loss": np.linspace(11, 6, n), "tflops_per_gpu": np.nan,
+        }))  # fmt: skip
+    spec_frame = pd.DataFrame(rows)
+    runs = runs_table_from_frames(spec_frame, pd.DataFrame(summaries), train_tokens)
+    runs = compare(runs, builtin_references())
+    return runs, steps_table_from_frame(spec_frame, pd.concat(steps, ignore_index=True))
+
+
+def nemo_8b(dtypes=("bf16", "fp8"), scales=(8, 16, 32), variants=("perf",)) -> list[dict]:
+    """Llama 3.1 8B on H100 (NeMo 2): peaks in the catalog, published references."""
+    return [{"workload": "llama3.1-nemo", "sizes": ["8b"], "dtypes": list(dtypes),
+             "gpu_type": "h100", "scales": list(scales), "variants": list(variants)}]  # fmt: skip
+
+
+def tiny_cpu(scales=(1, 2, 4)) -> list[dict]:
+    """The embedded CPU workload: no peak without calibration, no reference."""
+    return [{"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"],
+             "gpu_type": "cpu", "scales": list(scales)}]  # fmt: skip

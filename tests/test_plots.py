@@ -1,0 +1,232 @@
+"""plot_group with real matplotlib on real tables: which figures it writes, that a figure
+without data is not drawn, and what the files hold (SVG that parses, with the group's
+title, axis labels and scales; valid, non-blank PNGs; the same bytes for the same data)."""
+
+from __future__ import annotations
+
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from llmbench.plots import TRACE_COLUMNS, plot_files, plot_group, read_group
+from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
+
+# The figures the module documents, each written as SVG and PNG when it has data.
+ALL = {"step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status"}
+SCALES = (8, 16, 32)
+
+
+def names(paths: list[Path]) -> set[str]:
+    return {p.name for p in paths}
+
+
+def files(*figures: str) -> set[str]:
+    return {f"{f}.{ext}" for f in figures for ext in ("svg", "png")}
+
+
+def svg_texts(path: Path) -> list[str]:
+    """Every text drawn in an SVG (matplotlib writes each as a comment before its glyphs);
+    parsing it also proves the file is well-formed XML."""
+    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
+    root = ET.parse(path, parser).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return [el.text.strip() for el in root.iter() if el.tag is ET.Comment and el.text]
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height of a PNG after checking its signature and every chunk's CRC."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, kind
+        chunks.append(kind)
+        pos += 12 + length
+    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND" and b"IDAT" in chunks
+    return struct.unpack(">II", data[16:24])
+
+
+def fp8_at_32_fails(spec) -> tuple[str, str]:
+    return ("failed", "cuda_oom") if (spec["dtype"], spec["gpus"]) == ("fp8", 32) else (
+        "success", "")  # fmt: skip
+
+
+class Plotted(NamedTuple):
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    out: Path
+    written: list[Path]
+
+
+@pytest.fixture(scope="module")
+def nemo(tmp_path_factory) -> Plotted:
+    """Llama 3.1 8B, BF16 and FP8 at 8-32 GPUs, FP8 out of memory at 32, plotted once."""
+    runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
+    out = tmp_path_factory.mktemp("plots") / "llama3.1-nemo_8b_h100_weak"
+    return Plotted(runs, steps, out, plot_group(runs, steps, "Llama 3.1 8B on H100", out))
+
+
+def test_a_group_with_data_gets_every_figure_in_both_formats(nemo) -> None:
+    out, written = nemo.out, nemo.written
+    assert names(written) == files(*ALL)
+    assert {p.name for p in out.iterdir()} == names(written)
+    assert set(written) <= set(plot_files(out))
+    assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_svgs_parse_and_name_the_group_axes_and_scales(nemo) -> None:
+    runs, out = nemo.runs, nemo.out
+    for svg in out.glob("*.svg"):
+        texts = svg_texts(svg)
+        assert any(t.startswith("Llama 3.1 8B on H100") for t in texts), svg.name
+    for name in ("step_time", "tokens_per_s", "mfu", "efficiency", "reference", "status"):
+        texts = svg_texts(out / f"{name}.svg")
+        assert "scale (GPUs)" in texts, name
+        assert {str(g) for g in SCALES} <= set(texts), name
+    step_time = svg_texts(out / "step_time.svg")
+    assert any("step time" in t and "(s" in t for t in step_time)  # y label with its unit
+    assert any("MFU" in t for t in svg_texts(out / "mfu.svg"))
+    assert any("tokens/s" in t for t in svg_texts(out / "tokens_per_s.svg"))
+    assert any("iteration" in t for t in svg_texts(out / "step_trace.svg"))
+    # every dtype with a successful run labels its line
+    for dtype in runs.dtype.unique():
+        assert any(t.startswith(dtype) for t in step_time), dtype
+
+
+def test_the_step_trace_labels_each_run_with_its_dtype_and_scale(nemo) -> None:
+    runs, out = nemo.runs, nemo.out
+    texts = svg_texts(out / "step_trace.svg")
+    window = runs.window_first.iloc[0], runs.window_last.iloc[0]
+    assert any(all(str(w) in t for w in window) for t in texts)  # the shaded window's note
+    for dtype, gpus in runs[["dtype", "gpus"]].itertuples(index=False):
+        assert any(t.startswith(dtype) and t.endswith(str(gpus)) for t in texts), (dtype, gpus)
+
+
+def test_a_group_of_many_runs_gets_a_band_per_configuration(tmp_path, monkeypatch) -> None:
+    runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
+    monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
+    plot_group(runs, steps, "g", tmp_path)
+    texts = svg_texts(tmp_path / "step_trace.svg")
+    root = ET.parse(tmp_path / "step_trace.svg").getroot()
+    bands = [
+        el
+        for el in root.iter()
+        if el.get("id", "").startswith(("PolyCollection", "FillBetweenPolyCollection"))
+    ]
+    assert len(bands) == len(runs)  # one per (dtype, scale): each has a single run here
+    for dtype, gpus in runs[["dtype", "gpus"]].itertuples(index=False):
+        assert any(t.startswith(f"{dtype} x{gpus}") and "(1 run)" in t for t in texts)
+
+
+def test_the_status_matrix_shows_each_outcome(nemo) -> None:
+    runs, out = nemo.runs, nemo.out
+    texts = svg_texts(out / "status.svg")
+    failed = runs[runs.status != "success"]
+    assert len(failed) == 1
+    assert {"failed", "cuda_oom", "success"} <= set(texts)
+    assert texts.count("success") == int((runs.status == "success").sum())
+    for dtype, variant in runs[["dtype", "variant"]].drop_duplicates().itertuples(index=False):
+        assert any(dtype in t and variant in t for t in texts), (dtype, variant)
+
+
+def test_pngs_are_valid_images_with_content(nemo) -> None:
+    for png in nemo.out.glob("*.png"):
+        width, height = png_size(png)
+        assert width > 100 and height > 100, png.name
+        pixels = matplotlib.image.imread(png)
+        assert pixels.shape[:2] == (height, width)
+        assert len(np.unique(pixels.reshape(-1, pixels.shape[-1]), axis=0)) > 2, png.name
+
+
+def test_the_same_tables_give_the_same_bytes(nemo, tmp_path) -> None:
+    again = plot_group(nemo.runs, nemo.steps, "Llama 3.1 8B on H100", tmp_path)
+    assert names(again) == names(nemo.written)
+    for path in nemo.written:
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_cpu_group_without_peak_or_reference_has_no_mfu_or_reference_figure(tmp_path) -> None:
+    runs, steps = sweep_tables(tiny_cpu(scales=(1, 2, 4)))
+    assert runs.mfu.isna().all() and runs.reference_step_time_s.isna().all()
+    written = plot_group(runs, steps, "tiny", tmp_path)
+    assert names(written) == files(*(ALL - {"mfu", "reference"}))
+    assert "scale (CPU ranks)" in svg_texts(tmp_path / "step_time.svg")
+
+
+def test_one_scale_has_no_efficiency_and_no_steps_no_trace(tmp_path) -> None:
+    runs, _ = sweep_tables(nemo_8b(dtypes=("bf16",), scales=(8,)))
+    written = plot_group(runs, None, "one scale", tmp_path)
+    assert names(written) == files(*(ALL - {"efficiency", "step_trace"}))
+
+
+def test_steps_of_other_runs_draw_no_trace(tmp_path) -> None:
+    runs, _ = sweep_tables(nemo_8b(dtypes=("bf16",)))
+    _, other_steps = sweep_tables(tiny_cpu())
+    written = plot_group(runs, other_steps, "g", tmp_path)
+    assert "step_trace.svg" not in names(written) and "step_time.svg" in names(written)
+
+
+def test_only_successful_perf_runs_are_drawn_as_metrics(tmp_path) -> None:
+    sweeps = nemo_8b(dtypes=("bf16",)) + nemo_8b(dtypes=("fp8",), variants=("profile",))
+    runs, steps = sweep_tables(sweeps)
+    plot_group(runs, steps, "g", tmp_path)
+    for name in ("step_time", "tokens_per_s", "mfu", "efficiency", "reference"):
+        texts = svg_texts(tmp_path / f"{name}.svg")
+        assert any(t.startswith("bf16") for t in texts), name
+        assert not any("fp8" in t for t in texts), name
+    assert any("fp8" in t for t in svg_texts(tmp_path / "status.svg"))
+
+
+def test_a_group_that_only_failed_gets_only_the_status_figure(tmp_path) -> None:
+    runs, steps = sweep_tables(nemo_8b(), outcome=lambda spec: ("no_data", "no_step_lines"))
+    steps = steps.iloc[0:0]
+    written = plot_group(runs, steps, "g", tmp_path)
+    assert names(written) == files("status")
+    assert "no_step_lines" in svg_texts(tmp_path / "status.svg")
+
+
+def test_no_runs_write_nothing(tmp_path) -> None:
+    runs, steps = sweep_tables(tiny_cpu())
+    assert plot_group(runs.iloc[0:0], steps, "g", tmp_path / "empty") == []
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_many_points_make_the_svg_trace_an_image(tmp_path, monkeypatch) -> None:
+    runs, steps = sweep_tables(nemo_8b(dtypes=("bf16",)))
+    plot_group(runs, steps, "g", tmp_path / "vector")
+    monkeypatch.setattr("llmbench.plots.TRACE_VECTOR_POINTS", len(steps) - 1)
+    plot_group(runs, steps, "g", tmp_path / "raster")
+    image = "{http://www.w3.org/2000/svg}image"
+    for kind, images in (("vector", 0), ("raster", 1)):
+        root = ET.parse(tmp_path / kind / "step_trace.svg").getroot()
+        assert len(list(root.iter(image))) == images, kind
+    # the labels stay text either way
+    assert svg_texts(tmp_path / "vector" / "step_trace.svg") == svg_texts(
+        tmp_path / "raster" / "step_trace.svg"
+    )
+
+
+def test_read_group_reads_only_the_groups_rows(tmp_path) -> None:
+    runs, steps = sweep_tables(nemo_8b() + tiny_cpu())
+    runs.to_parquet(tmp_path / "runs.parquet")
+    steps.to_parquet(tmp_path / "steps.parquet")
+    members = runs.run_id[runs.workload == "tiny-llama"].tolist()
+    got_runs, got_steps = read_group(tmp_path / "runs.parquet", tmp_path / "steps.parquet",
+                                     members)  # fmt: skip
+    assert sorted(got_runs.run_id) == sorted(members)
+    assert list(got_steps.columns) == list(TRACE_COLUMNS)
+    expected = steps.loc[steps.run_id.isin(members), list(TRACE_COLUMNS)]
+    pd.testing.assert_frame_equal(got_steps.reset_index(drop=True),
+                                  expected.reset_index(drop=True))  # fmt: skip
+    none_runs, none_steps = read_group(tmp_path / "runs.parquet", tmp_path / "steps.parquet", [])
+    assert none_runs.empty and none_steps.empty

@@ -1,0 +1,61 @@
+"""The CSV twin is exactly what pandas writes, whatever the floats and UTC times hold."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmbench.tables_io import csv_text, write_csv_atomic, write_parquet_atomic
+
+FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e16, 1e-5, 1e-4, 0.1 + 0.2, 123456789.125, 5e-324]),
+)
+# milliseconds since 1970, with whole seconds and midnights drawn often
+MILLIS = st.one_of(
+    st.integers(min_value=0, max_value=4_000_000_000_000),
+    st.integers(min_value=0, max_value=4_000_000_000).map(lambda s: s * 1000),
+    st.integers(min_value=0, max_value=40_000).map(lambda d: d * 86_400_000),
+)
+
+
+def utc_ms(values: list[int | None]) -> pd.Series:
+    return pd.Series(
+        pd.to_datetime([math.nan if v is None else v for v in values], unit="ms", utc=True)
+    ).astype("datetime64[ms, UTC]")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(FLOATS, min_size=1, max_size=6),
+    st.lists(st.one_of(st.none(), MILLIS), min_size=1, max_size=6),
+    st.lists(st.one_of(st.none(), st.text(max_size=5)), min_size=1, max_size=6),
+)
+def test_csv_text_is_pandas_to_csv(floats, millis, texts) -> None:
+    n = min(len(floats), len(millis), len(texts))
+    frame = pd.DataFrame({
+        "x": pd.Series(floats[:n], dtype="float64"),
+        "t": utc_ms(millis[:n]),
+        "s": pd.Series(texts[:n], dtype="string"),
+        "i": range(n),
+    })  # fmt: skip
+    assert csv_text(frame) == frame.to_csv(index=False)
+
+
+def test_only_midnights_and_only_nulls() -> None:
+    midnights = utc_ms([0, 86_400_000])
+    frame = pd.DataFrame({"t": midnights, "u": utc_ms([None, None]), "x": [math.nan] * 2})
+    assert csv_text(frame) == frame.to_csv(index=False)
+    assert "1970-01-01 00:00:00+00:00" in csv_text(frame)
+
+
+def test_writes_leave_no_temporary_file(tmp_path) -> None:
+    frame = pd.DataFrame({"x": [1.5], "t": utc_ms([1_500])})
+    write_csv_atomic(frame, tmp_path / "a.csv")
+    write_parquet_atomic(frame, tmp_path / "a.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.parquet"]
+    assert (tmp_path / "a.csv").read_text() == frame.to_csv(index=False)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a.parquet"), frame)
