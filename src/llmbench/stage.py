@@ -7,9 +7,10 @@ for the framework workloads, ``checkpoints/<run id>/`` for the checkpoint varian
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from llmbench.containers import sqsh_name
 from llmbench.runspec import RunSpec
@@ -73,3 +74,42 @@ def venv_marker_path(stage: str) -> str:
 
 def venv_python(stage: str) -> str:
     return str(PurePosixPath(stage, VENV_DIR, "bin", "python"))
+
+
+def checkpoint_source(spec: RunSpec) -> str | None:
+    """The ckpt-save run whose checkpoint a ckpt-load run restores (None for other runs)."""
+    if spec.variant != "ckpt-load":
+        return None
+    return spec.run_id.removesuffix("_ckpt-load") + "_ckpt-save"
+
+
+def checkpoint_space_warning(specs: Iterable[RunSpec], free_bytes: int) -> str | None:
+    """A one-line warning when the ckpt-save runs' checkpoints (sizes from the spec's
+    documents) need more than the stage folder's free space; None when they fit."""
+    from llmbench.catalog import load_catalog
+
+    catalog = load_catalog()
+    needed_gb = 0.0
+    saving = []
+    for spec in specs:
+        if spec.variant != "ckpt-save":
+            continue
+        sizes = [c.size_gb for c in catalog.checkpoints(spec.workload, spec.size)]
+        if sizes:
+            needed_gb += max(sizes)
+            saving.append(spec.run_id)
+    free_gb = free_bytes / 1e9
+    if not saving or needed_gb <= free_gb:
+        return None
+    return (
+        f"{len(saving)} ckpt-save run(s) need about {needed_gb:,.0f} GB of checkpoints "
+        f"(sizes from the spec) but the stage folder has {free_gb:,.0f} GB free"
+    )
+
+
+def free_bytes(stage: str) -> int:
+    """Free space where the stage folder is (or will be: its nearest existing parent)."""
+    path = Path(stage).resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,39 @@ def test_failed_import_leaves_no_file(workdir: Path, monkeypatch: pytest.MonkeyP
     assert not images.exists() or not list(images.iterdir())  # no partial, no .sqsh
     log = (workdir / "results/logs/import_image/nvidia+nemo+25.07.sqsh.log").read_text()
     assert "simulated failure" in log or "simulated failure" in proc.stderr
+
+
+CKPT_SWEEP = {
+    "workload": "llama3.1-nemo",
+    "sizes": ["8b"],
+    "dtypes": ["bf16"],
+    "gpu_type": "h100",
+    "scales": [16],
+}
+
+
+def test_ckpt_load_waits_for_its_save_run(tmp_path: Path) -> None:
+    write_config(tmp_path, {"sweeps": [{**CKPT_SWEEP, "variants": ["ckpt-save", "ckpt-load"]}]})
+    proc = snakemake(tmp_path, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    load = "results/runs/llama3.1-nemo_8b_bf16_h100x16_ckpt-load/run.json"
+    (block,) = [b for b in proc.stdout.split("\n\n") if f"output: {load}" in b]
+    (inputs,) = [line for line in block.splitlines() if line.strip().startswith("input:")]
+    # The load job waits for the save run's record.
+    assert "results/runs/llama3.1-nemo_8b_bf16_h100x16_ckpt-save/run.json" in inputs
+
+
+def test_ckpt_load_without_its_save_run_is_one_line(tmp_path: Path) -> None:
+    write_config(tmp_path, {"sweeps": [{**CKPT_SWEEP, "variants": ["ckpt-load"]}]})
+    env_free = {k: v for k, v in os.environ.items() if k != "LOAD_CHECKPOINT_PATH"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile")],
+        cwd=tmp_path,
+        env=env_free,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("llmbench: error")]
+    assert "ckpt-load" in line and "LOAD_CHECKPOINT_PATH" in line

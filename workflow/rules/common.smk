@@ -1,4 +1,5 @@
 import functools
+import os
 import re
 import sys
 
@@ -8,6 +9,9 @@ from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import slurm_resources
 from llmbench.stage import (
     IMAGES_DIR,
+    checkpoint_source,
+    checkpoint_space_warning,
+    free_bytes,
     image_import,
     image_imports,
     image_path,
@@ -28,6 +32,21 @@ RUNS = {spec.run_id: spec for spec in _specs}
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
+_missing_saves = sorted(
+    run
+    for run, spec in RUNS.items()
+    if checkpoint_source(spec) and checkpoint_source(spec) not in RUNS
+)
+if _missing_saves and not os.environ.get("LOAD_CHECKPOINT_PATH"):
+    sys.exit(
+        f"llmbench: error: config: run {_missing_saves[0]} (variant ckpt-load) restores "
+        "the checkpoint of its ckpt-save run, which is not in the sweep; allowed: add "
+        "variant ckpt-save to the same sweep entry, or set LOAD_CHECKPOINT_PATH"
+    )
+_space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
+if _space:
+    print(f"llmbench: warning: {_space}", file=sys.stderr)
+
 # Relative to the working directory, else to this workflow (its envs/ folder).
 VENV_REQUIREMENTS = next(
     (
@@ -111,9 +130,13 @@ def get_setup_resources():
 
 
 def get_setup_inputs(wildcards):
-    """The run's image (container: enroot) and the training venv (framework workloads)."""
+    """The run's image (container: enroot), the training venv (framework workloads) and,
+    for ckpt-load, the ckpt-save run whose checkpoint it restores."""
     spec = RUNS[wildcards.run]
     inputs = {}
+    source = checkpoint_source(spec)
+    if source in RUNS:
+        inputs["saved_by"] = f"results/runs/{source}/run.json"
     imported = image_import(spec)
     if imported is not None:
         inputs["image"] = image_path(STAGE, imported)
