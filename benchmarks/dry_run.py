@@ -53,17 +53,7 @@ def sweep_config(runs: int) -> dict:
     sweeps = []
     for workload in catalog.workloads():
         for row in catalog.rows(workload):
-            sweeps.append(
-                {
-                    "workload": workload,
-                    "sizes": [row.size],
-                    "dtypes": [row.dtype],
-                    "gpu_type": row.gpu_type,
-                    "scales": [row.gpus],
-                    "scaling": row.scaling,
-                    "variants": list(VARIANTS),
-                }
-            )
+            sweeps.append(row.sweep_entry(variants=list(VARIANTS)))
     config = {"sweeps": sweeps, "launcher": "srun", "container": "enroot", "images": IMAGES}
     catalog_runs = len(run_specs(validate_config(config)))
     missing = max(runs - catalog_runs, 0)

@@ -13,20 +13,20 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-TWO_RUN_CONFIG = {
-    "sweeps": [
-        {
-            "workload": "tiny-llama",
-            "sizes": ["tiny"],
-            "dtypes": ["fp32"],
-            "gpu_type": "cpu",
-            "scales": [1, 2],
-            "variants": ["perf"],
-        }
-    ],
-    "steps": 45,
-    "window": [35, 44],
-}
+
+def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
+    """The embedded workload in fp32 at ``scales`` ranks, 45 steps (the window fits)."""
+    sweep = {
+        "workload": "tiny-llama",
+        "sizes": ["tiny"],
+        "dtypes": ["fp32"],
+        "gpu_type": "cpu",
+        "scales": list(scales),
+    }
+    return {"sweeps": [sweep], "steps": 45, **top}
+
+
+TWO_RUN_CONFIG = tiny_config()
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class Sweep:
         return self.workdir / "results"
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """The real snakemake CLI on this repo's Snakefile, in ``workdir``."""
-    cmd = [
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """The real snakemake CLI on this repo's Snakefile, working in ``workdir``."""
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -52,8 +52,12 @@ def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.Com
         str(workdir),
         *args,
     ]
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``snakemake_command`` to the end."""
     return subprocess.run(
-        cmd,
+        snakemake_command(workdir, *args),
         cwd=workdir,
         capture_output=True,
         text=True,

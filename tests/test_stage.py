@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from llmbench.config import run_specs, validate_config
@@ -76,5 +77,14 @@ def test_checkpoint_space_warning_uses_the_spec_sizes() -> None:
     assert checkpoint_space_warning(specs(nemo_8b()), free_bytes=0) is None
 
 
-def test_free_bytes_of_a_folder_not_made_yet(tmp_path: Path) -> None:
-    assert free_bytes(str(tmp_path / "not" / "yet")) == free_bytes(str(tmp_path)) > 0
+def test_free_bytes_of_a_folder_not_made_yet(tmp_path: Path, monkeypatch) -> None:
+    asked = []
+    real = shutil.disk_usage
+
+    def disk_usage(path):
+        asked.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(shutil, "disk_usage", disk_usage)
+    assert free_bytes(str(tmp_path / "not" / "yet")) > 0
+    assert asked == [tmp_path.resolve()]  # the nearest folder that exists

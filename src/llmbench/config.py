@@ -264,30 +264,24 @@ def _resolve_catalog(
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,
-        profile=_profile_settings(config, catalog.document(row.source).profiling, gpus, where)
-        if variant == "profile"
-        else {},
+        profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
     )
 
 
 def _profile_settings(
-    config: Mapping[str, Any], defaults: Any, gpus: int, where: str
+    config: Mapping[str, Any], source: str, gpus: int, where: str
 ) -> dict[str, Any]:
-    """Nsight steps, ranks and GPU metrics of a profile run: config, else the document's
-    defaults, else the steps right after the timing window on every rank."""
+    """Nsight steps, ranks and GPU metrics of a profile run: each config key that is set,
+    else the recipe document's default (``llmbench.launch.variants.default_profile``)."""
     from llmbench.launch.ranks import parse_ranks
+    from llmbench.launch.variants import default_profile
 
-    chosen = config["profile"]
-    if chosen["steps"] is not None:
-        steps = list(chosen["steps"])
-    elif defaults is not None:
-        steps = [defaults.start_step, defaults.stop_step]
-    else:
-        steps = [config["window"][1] + 1, config["steps"]]
+    settings = default_profile(source, config["window"][1], config["steps"])
+    settings.update({k: v for k, v in config["profile"].items() if v is not None})
+    steps = list(settings["steps"])
     if steps[0] > steps[1]:
         raise ConfigError(
             f"{where}: profile.steps: {steps} must be [first, last] with first <= last"
         )
-    ranks = chosen["ranks"] or (defaults.ranks if defaults is not None else None) or "all"
-    parse_ranks(ranks, gpus, where=f"{where}: profile.ranks")
-    return {"steps": steps, "ranks": ranks, "gpu_metrics": chosen["gpu_metrics"]}
+    parse_ranks(settings["ranks"], gpus, where=f"{where}: profile.ranks")
+    return {**settings, "steps": steps}

@@ -76,11 +76,14 @@ def venv_python(stage: str) -> str:
     return str(PurePosixPath(stage, VENV_DIR, "bin", "python"))
 
 
+def save_run_of(load_run_id: str) -> str:
+    """``..._ckpt-load`` -> ``..._ckpt-save``: the run that wrote the checkpoint."""
+    return load_run_id.removesuffix("_ckpt-load") + "_ckpt-save"
+
+
 def checkpoint_source(spec: RunSpec) -> str | None:
     """The ckpt-save run whose checkpoint a ckpt-load run restores (None for other runs)."""
-    if spec.variant != "ckpt-load":
-        return None
-    return spec.run_id.removesuffix("_ckpt-load") + "_ckpt-save"
+    return save_run_of(spec.run_id) if spec.variant == "ckpt-load" else None
 
 
 def checkpoint_space_warning(specs: Iterable[RunSpec], free_bytes: int) -> str | None:

@@ -53,15 +53,8 @@ def catalog_specs() -> list[RunSpec]:
     specs = []
     for workload in WORKLOADS:
         for row in catalog.rows(workload):
-            sweep = {
-                "workload": workload,
-                "sizes": [row.size],
-                "dtypes": [row.dtype],
-                "gpu_type": row.gpu_type,
-                "scales": [row.gpus],
-                "scaling": row.scaling,
-            }
-            specs += run_specs(validate_config({"sweeps": [sweep], "launcher": "srun"}))
+            config = {"sweeps": [row.sweep_entry()], "launcher": "srun"}
+            specs += run_specs(validate_config(config))
     return specs
 
 
@@ -129,8 +122,7 @@ def test_every_nemo2_catalog_row_builds_and_passes_nemo_checks(checked) -> None:
 def test_recipes_carry_the_catalog_values(checked) -> None:
     specs, results, _, folder = checked
     for spec in specs:
-        if not results[spec.run_id]["ok"]:
-            continue
+        assert results[spec.run_id]["ok"], results[spec.run_id]["error"]
         recipe = yaml.safe_load((folder / f"{spec.run_id}.yaml").read_text())
         trainer, strategy, data = recipe["trainer"], recipe["trainer"]["strategy"], recipe["data"]
         p = spec.parallelism

@@ -12,7 +12,28 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import tiny_config
+
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
+
+SLURM_CONFIG = tiny_config(
+    launcher="srun",
+    ranks_per_node=1,  # the 2-rank run spans both fake nodes
+    master_addr="127.0.0.1",  # the fake nodes' names do not resolve
+)
+SLURM_TEST_OVERRIDES = (
+    "--default-resources",
+    "slurm_partition=debug",
+    "runtime=10",
+    "mem_mb_per_cpu=1000",
+    "--slurm-init-seconds-before-status-checks",
+    "5",
+    "--latency-wait",
+    "5",
+    "--jobs",
+    "4",
+)
+"""What the test cluster needs on top of profiles/slurm (its partition, short polling)."""
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo")
 
 

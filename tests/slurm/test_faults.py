@@ -13,34 +13,20 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, snakemake_command, write_config
+from tests.slurm.conftest import SLURM_CONFIG as CONFIG
+from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
 pytestmark = pytest.mark.slurm
 
 A = "tiny-llama_tiny_fp32_cpux1_perf"
 B = "tiny-llama_tiny_fp32_cpux2_perf"
-CONFIG = {
-    "sweeps": [
-        {
-            "workload": "tiny-llama",
-            "sizes": ["tiny"],
-            "dtypes": ["fp32"],
-            "gpu_type": "cpu",
-            "scales": [1, 2],
-        }
-    ],
-    "steps": 45,
-    "launcher": "srun",
-    "ranks_per_node": 1,
-    "master_addr": "127.0.0.1",
-}
 LEDGER = {"faults_injected": 0, "logs_lost": 0, "successful_runs_redone": 0}
 STARTED_PROCS: list[subprocess.Popen] = []
 
@@ -63,27 +49,9 @@ STARTED = time.monotonic()
 
 
 def command(workdir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--profile",
-        str(REPO / "profiles/slurm"),
-        "--default-resources",
-        "slurm_partition=debug",
-        "runtime=10",
-        "mem_mb_per_cpu=1000",
-        "--slurm-init-seconds-before-status-checks",
-        "5",
-        "--latency-wait",
-        "5",
-        "--jobs",
-        "4",
-    ]
+    return snakemake_command(
+        workdir, "--profile", str(REPO / "profiles/slurm"), *SLURM_TEST_OVERRIDES
+    )
 
 
 def start(workdir: Path, fault: str | None) -> subprocess.Popen:

@@ -9,36 +9,10 @@ import pandas as pd
 import pytest
 
 from tests.conftest import REPO, snakemake, write_config
+from tests.slurm.conftest import SLURM_CONFIG as CONFIG
+from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
 pytestmark = pytest.mark.slurm
-
-CONFIG = {
-    "sweeps": [
-        {
-            "workload": "tiny-llama",
-            "sizes": ["tiny"],
-            "dtypes": ["fp32"],
-            "gpu_type": "cpu",
-            "scales": [1, 2],
-        }
-    ],
-    "steps": 45,
-    "launcher": "srun",
-    "ranks_per_node": 1,
-    "master_addr": "127.0.0.1",  # the fake nodes' names do not resolve
-}
-SLURM_TEST_OVERRIDES = (
-    "--default-resources",
-    "slurm_partition=debug",
-    "runtime=10",
-    "mem_mb_per_cpu=1000",
-    "--slurm-init-seconds-before-status-checks",
-    "5",
-    "--latency-wait",
-    "5",
-    "--jobs",
-    "4",
-)
 
 
 def test_sweep_runs_through_slurm_on_two_nodes(slurm_cluster, tmp_path) -> None:

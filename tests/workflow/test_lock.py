@@ -5,45 +5,23 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, snakemake, write_config
+from tests.conftest import snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 
-CONFIG = {
-    "sweeps": [
-        {
-            "workload": "tiny-llama",
-            "sizes": ["tiny"],
-            "dtypes": ["fp32"],
-            "gpu_type": "cpu",
-            "scales": [1],
-        }
-    ],
-    "steps": 45,
-}
+CONFIG = tiny_config(scales=(1,))
 
 
 def test_second_invocation_is_refused_while_the_first_runs(tmp_path) -> None:
     write_config(tmp_path, CONFIG)
     env = dict(os.environ, LLMBENCH_FAULT="hang@2")  # keeps the first invocation busy
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            "--cores",
-            "1",
-        ],
+        snakemake_command(tmp_path, "--cores", "1"),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,

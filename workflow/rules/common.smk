@@ -32,20 +32,18 @@ RUNS = {spec.run_id: spec for spec in _specs}
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
-_missing_saves = sorted(
-    run
-    for run, spec in RUNS.items()
-    if checkpoint_source(spec) and checkpoint_source(spec) not in RUNS
-)
+_sources = {run: checkpoint_source(spec) for run, spec in RUNS.items()}
+_missing_saves = sorted(run for run, src in _sources.items() if src and src not in RUNS)
 if _missing_saves and not os.environ.get("LOAD_CHECKPOINT_PATH"):
     sys.exit(
         f"llmbench: error: config: run {_missing_saves[0]} (variant ckpt-load) restores "
         "the checkpoint of its ckpt-save run, which is not in the sweep; allowed: add "
         "variant ckpt-save to the same sweep entry, or set LOAD_CHECKPOINT_PATH"
     )
-_space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
-if _space:
-    print(f"llmbench: warning: {_space}", file=sys.stderr)
+if any(spec.variant == "ckpt-save" for spec in RUNS.values()):
+    _space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
+    if _space:
+        print(f"llmbench: warning: {_space}", file=sys.stderr)
 
 # Relative to the working directory, else to this workflow (its envs/ folder).
 VENV_REQUIREMENTS = next(

@@ -166,6 +166,18 @@ class RecipeRow:
         """The table columns (``ROW_FIELDS``) as a plain dict."""
         return {name: getattr(self, name) for name in ROW_FIELDS}
 
+    def sweep_entry(self, **extra: Any) -> dict[str, Any]:
+        """This row as one ``sweeps`` entry of a config (``extra``: e.g. ``variants``)."""
+        return {
+            "workload": self.workload,
+            "sizes": [self.size],
+            "dtypes": [self.dtype],
+            "gpu_type": self.gpu_type,
+            "scales": [self.gpus],
+            "scaling": self.scaling,
+            **extra,
+        }
+
     def with_overrides(self, **fields: Any) -> RecipeRow:
         """A copy with ``fields`` replaced, dependent values re-derived, then validated.
 

@@ -8,10 +8,12 @@ point (which maps them onto the framework's own settings).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from llmbench.errors import LaunchError
 from llmbench.launch.words import Raw, Word, join
 from llmbench.runspec import RunSpec
+from llmbench.stage import save_run_of
 
 VARIANTS = ("perf", "profile", "nccltrace", "ckpt-save", "ckpt-load")
 
@@ -44,7 +46,7 @@ RANK_WRAPPER = "nsys_ranks.sh"
 
 
 def nsys_words(spec: RunSpec) -> list[Word]:
-    gpu_metrics = ["--gpu-metrics-devices=all"] if spec.profile.get("gpu_metrics") else []
+    gpu_metrics = ["--gpu-metrics-devices=all"] if profile_settings(spec)["gpu_metrics"] else []
     return [*NSYS_PREFIX, *gpu_metrics, "-o", NSYS_OUTPUT]
 
 
@@ -58,12 +60,13 @@ def profile_prefix(spec: RunSpec) -> tuple[list[Word], list[str]]:
     from llmbench.launch.ranks import parse_ranks
 
     nsys = nsys_words(spec)
-    ranks = parse_ranks(spec.profile.get("ranks") or "all", spec.gpus)
+    chosen = profile_settings(spec)["ranks"]
+    ranks = parse_ranks(chosen, spec.gpus)
     if len(ranks) == spec.gpus:
         return nsys, []
     listed = ",".join(map(str, ranks))
     lines = [
-        f"# Profile global ranks {spec.profile['ranks']} only; the other ranks run unprofiled.",
+        f"# Profile global ranks {chosen} only; the other ranks run unprofiled.",
         f"cat > {RANK_WRAPPER} <<'EOF'",
         f'case ",{listed}," in',
         f'*",${{SLURM_PROCID:?srun sets SLURM_PROCID}},"*) exec {join(nsys)} "$@" ;;',
@@ -74,22 +77,32 @@ def profile_prefix(spec: RunSpec) -> tuple[list[Word], list[str]]:
     return ["bash", RANK_WRAPPER], lines
 
 
-def profile_steps(spec: RunSpec) -> tuple[int, int]:
-    """Nsight start/stop steps (inclusive): the config's, else the catalog's document
-    defaults. A document that states none (MaxText) profiles the steps after the timing
-    window, where the profiler cannot disturb the measured iterations.
-    """
-    if spec.profile.get("steps"):
-        start, stop = spec.profile["steps"]
-        return int(start), int(stop)
-    source = spec.model.get("source")
+def default_profile(source: str | None, window_last: int, steps: int) -> dict[str, Any]:
+    """Nsight steps (inclusive), ranks and GPU metrics the recipe document states. A
+    document that states none (MaxText) profiles the steps after the timing window, where
+    the profiler cannot disturb the measured iterations, on every rank."""
+    profiling = None
     if source:
         from llmbench.catalog import load_catalog
 
         profiling = load_catalog().document(source).profiling
-        if profiling is not None:
-            return profiling.start_step, profiling.stop_step
-    return spec.window[1] + 1, spec.steps
+    if profiling is None:
+        return {"steps": [window_last + 1, steps], "ranks": "all", "gpu_metrics": False}
+    return {
+        "steps": [profiling.start_step, profiling.stop_step],
+        "ranks": profiling.ranks or "all",
+        "gpu_metrics": False,
+    }
+
+
+def profile_settings(spec: RunSpec) -> dict[str, Any]:
+    """The spec's resolved settings (config over document), else the document's."""
+    return spec.profile or default_profile(spec.model.get("source"), spec.window[1], spec.steps)
+
+
+def profile_steps(spec: RunSpec) -> tuple[int, int]:
+    start, stop = profile_settings(spec)["steps"]
+    return int(start), int(stop)
 
 
 def checkpoint_dir(run_id: str) -> str:
@@ -118,7 +131,7 @@ def variant_parts(spec: RunSpec) -> VariantParts:
     if spec.variant == "ckpt-load":
         # Default: what the matching ckpt-save run wrote; LOAD_CHECKPOINT_PATH (the
         # spec documents' variable) points elsewhere.
-        saved = checkpoint_dir(spec.run_id.removesuffix("_ckpt-load") + "_ckpt-save")
+        saved = checkpoint_dir(save_run_of(spec.run_id))
         return VariantParts(
             entry_args=["--load-checkpoint", Raw(f'"${{LOAD_CHECKPOINT_PATH:-{saved}}}"')],
             needs_stage=True,
