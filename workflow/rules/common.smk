@@ -27,6 +27,9 @@ try:
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.
     sys.exit(f"llmbench: error: {err}")
+# Defaults filled in for everything that reads Snakemake's own config (the report's
+# captions), as snakemake.utils.validate(set_default=True) would.
+config.update(CONFIG)
 
 RUNS = {spec.run_id: spec for spec in _specs}
 STAGE = CONFIG["stage_path"]
