@@ -46,13 +46,14 @@ def tiny_spec(gpus: int) -> dict:
     return spec.to_dict()
 
 
-def record(exit_code=0, gpus=2, run_id=None, failure_reason=None):
+def record(exit_code=0, gpus=2, run_id=None, failure_reason=None, ended_by=""):
     spec = copy.deepcopy(tiny_spec(gpus))
     return {
         "run_id": run_id or spec["run_id"],
         "attempt": 1,
         "exit_code": exit_code,
         "failure_reason": failure_reason,
+        "ended_by": ended_by,
         "log": "attempt-1/train.log",
         "started_at": "2026-01-01T00:00:00.000+00:00",
         "finished_at": "2026-01-01T00:00:30.500+00:00",
@@ -160,7 +161,7 @@ def test_documented_formulas_hold_for_every_kind_of_row() -> None:
     assert table.loc["d", "status"] == "failed" and table.loc["d", "reason"] == "exit_code_1"
     # a failed run keeps its measured step time and so its derived numbers (as before)
     assert table.loc["d", "tokens_per_s"] > 0
-    assert table.loc["g", "status"] == "failed" and table.loc["g", "reason"] == "time_limit"
+    assert table.loc["g", "status"] == "timeout" and table.loc["g", "reason"] == "time_limit"
     assert pd.isna(table.loc["g", "exit_code"])
     assert table.loc["c", "peak_source"] == "" and pd.isna(table.loc["c", "mfu"])
 
@@ -200,22 +201,33 @@ def test_every_row_follows_the_formulas(rows) -> None:
             assert_same(row[column], value, column)
 
 
+PARTIAL = {**SUMMARY, "status": "incomplete", "reason": "window_incomplete"}
+
+
 @pytest.mark.parametrize(
-    ("exit_code", "summary", "killed", "status", "reason"),
+    ("exit_code", "summary", "killed", "ended_by", "status", "reason"),
     [
-        (1, SUMMARY, None, "failed", "exit_code_1"),
-        (0, SUMMARY, None, "success", ""),
-        (None, SUMMARY, None, "success", ""),
-        (137, {**SUMMARY, "status": "failed", "reason": "cuda_oom"}, None, "failed", "cuda_oom"),
-        (None, {**SUMMARY, "status": "incomplete", "reason": "window_incomplete"},
-         "time_limit", "failed", "time_limit"),
-        (0, {**SUMMARY, "status": "invalid", "reason": "nan_loss"}, None, "invalid", "nan_loss"),
+        (1, SUMMARY, None, "", "failed", "exit_code_1"),
+        (0, SUMMARY, None, "", "success", ""),
+        (None, SUMMARY, None, "", "success", ""),
+        (137, {**SUMMARY, "status": "failed", "reason": "cuda_oom"}, None, "", "failed",
+         "cuda_oom"),
+        (None, PARTIAL, "time_limit", "", "timeout", "time_limit"),
+        (None, PARTIAL, "cancelled", "", "failed", "cancelled"),
+        (0, {**SUMMARY, "status": "invalid", "reason": "nan_loss"}, None, "", "invalid",
+         "nan_loss"),
+        # ended by llmbench's own limits: before the log was complete, and after
+        (-15, PARTIAL, None, "timeout", "timeout", "time_limit"),
+        (-15, PARTIAL, None, "hang", "hang", "no_progress"),
+        (-9, SUMMARY, None, "hang", "success", "teardown_hang"),
+        (-15, SUMMARY, None, "timeout", "success", "teardown_hang"),
+        (None, SUMMARY, "time_limit", "", "success", "teardown_hang"),
     ],
 )  # fmt: skip
-def test_nonzero_exit_is_failed_even_with_a_full_log(
-    exit_code, summary, killed, status, reason
+def test_outcome_follows_the_log_and_how_the_run_ended(
+    exit_code, summary, killed, ended_by, status, reason
 ) -> None:
-    rec = record(exit_code=exit_code, failure_reason=killed)
+    rec = record(exit_code=exit_code, failure_reason=killed, ended_by=ended_by)
     table = runs_table_from_records([(rec, summary, None)], TRAIN_TOKENS)
     assert (table.status.iloc[0], table.reason.iloc[0]) == (status, reason)
 

@@ -8,7 +8,8 @@ first two for a handful of runs.
 
 ``runs`` columns, keys first (units in names):
 - keys: run_id, workload, size, dtype, gpu_type, gpus, nodes, scaling, variant, attempt
-- outcome: status (success | incomplete | invalid | failed | no_data), reason, exit_code
+- outcome: status (success | incomplete | invalid | failed | no_data | timeout | hang),
+  reason, exit_code, end_detail (what ended a run that llmbench's limits ended)
 - configuration: framework, seq_len, micro_batch_size, global_batch_size, tp, pp, cp, dp,
   ga, steps, window_first, window_last
 - measured (over the window, population std): step_time_mean_s, step_time_std_s,
@@ -37,6 +38,7 @@ import pandas as pd
 
 from llmbench import flops as flops_mod
 from llmbench import metrics
+from llmbench.outcome import run_outcome
 
 KEY_COLUMNS = (
     "run_id",
@@ -64,6 +66,7 @@ RUN_DTYPES: dict[str, str] = {
     "status": "string",
     "reason": "string",
     "exit_code": "Int64",
+    "end_detail": "string",
     "framework": "string",
     "seq_len": "int64",
     "micro_batch_size": "int64",
@@ -168,7 +171,8 @@ def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
 
 SPEC_COLUMNS = (
     "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant",
-    "attempt", "attempts", "earlier_attempts", "failure_reason", "exit_code", "framework",
+    "attempt", "attempts", "earlier_attempts", "failure_reason", "ended_by", "end_detail",
+    "exit_code", "framework",
     "seq_len", "micro_batch_size", "global_batch_size",
     "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
     "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
@@ -200,6 +204,8 @@ def spec_row(
         "attempts": attempts,
         "earlier_attempts": earlier,
         "failure_reason": record.get("failure_reason") or "",
+        "ended_by": record.get("ended_by") or "",
+        "end_detail": record.get("end_detail") or "",
         "exit_code": record.get("exit_code"),
         "framework": spec["framework"],
         "seq_len": spec["seq_len"],
@@ -221,20 +227,30 @@ def spec_row(
 
 
 def _outcomes(specs: pd.DataFrame, summaries: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Status and reason per run: the log's verdict, but a non-zero exit is never a
-    success, and an attempt killed from outside fails with the scheduler's reason."""
-    status = summaries["status"].astype(object).to_numpy(copy=True)
-    reason = summaries["reason"].astype(object).fillna("").to_numpy(copy=True)
-    exit_code = pd.to_numeric(specs["exit_code"], errors="coerce")
-    bad_exit = (exit_code.notna() & (exit_code != 0)).to_numpy() & (status != "failed")
-    status[bad_exit] = "failed"
-    reason[bad_exit] = [f"exit_code_{int(c)}" for c in exit_code[bad_exit]]
-    # A killed attempt (scancel, time limit, node failure) carries the scheduler's reason
-    # in its record; its partial log must not read as merely incomplete.
-    if "failure_reason" in specs.columns:
-        killed = specs["failure_reason"].fillna("").astype(str).to_numpy()
-        status[killed != ""] = "failed"
-        reason[killed != ""] = killed[killed != ""]
+    """Status and reason per run: ``llmbench.outcome.run_outcome`` of the log's verdict and
+    how the run ended (exit code, a kill from outside, llmbench's time limit or watchdog)."""
+    n = len(specs)
+
+    def column(frame: pd.DataFrame, name: str) -> list[Any]:
+        if name not in frame.columns:
+            return [""] * n
+        return frame[name].astype(object).where(frame[name].notna(), "").tolist()
+
+    exit_codes = pd.to_numeric(specs["exit_code"], errors="coerce").astype(object)
+    exit_codes = exit_codes.where(exit_codes.notna(), None).tolist()
+    judged = [
+        run_outcome(status, reason, None if code is None else int(code), killed, ended)
+        for status, reason, code, killed, ended in zip(
+            column(summaries, "status"),
+            column(summaries, "reason"),
+            exit_codes,
+            column(specs, "failure_reason"),
+            column(specs, "ended_by"),
+            strict=True,
+        )
+    ]
+    status = np.array([s for s, _ in judged], dtype=object)
+    reason = np.array([r for _, r in judged], dtype=object)
     return status, reason
 
 
@@ -254,7 +270,7 @@ def runs_table_from_frames(
     summ = summaries.reset_index(drop=True)
     out = specs.reset_index(drop=True).copy()
     out["status"], out["reason"] = _outcomes(out, summ)
-    out = out.drop(columns="failure_reason", errors="ignore")
+    out = out.drop(columns=["failure_reason", "ended_by"], errors="ignore")
     for col in SUMMARY_COLUMNS[2:]:
         out[col] = pd.to_numeric(summ[col], errors="coerce").to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")

@@ -21,8 +21,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.outcome import run_outcome
+from llmbench.parsers import parse_log
+from llmbench.parsers.vocabulary import Status
+from llmbench.records import parse_attempt_log
 from llmbench.runner import JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt, write_json_atomic
 from llmbench.runspec import RunSpec
+from llmbench.slurm import SLURM_FAILURE_STATES, job_state
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
@@ -40,8 +45,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def reported_status(run_dir: Path) -> tuple[int, str] | None:
     """(attempt number, status) of the reported attempt, or None when there is none.
 
-    The status is the parsed log's verdict when the run was parsed, else judged from the
-    exit code alone (a killed or unparsed run is never taken for a success).
+    The status is ``run_outcome`` of the parsed log's verdict when the run was parsed,
+    else of the exit code alone (a killed or unparsed run is never taken for a success).
     """
     record = _read_json(run_dir / RECORD_FILE)
     if record is None:
@@ -49,12 +54,21 @@ def reported_status(run_dir: Path) -> tuple[int, str] | None:
     summary = _read_json(run_dir / SUMMARY_FILE)
     exit_code = record.get("exit_code")
     if summary is not None and summary.get("attempt", record["attempt"]) == record["attempt"]:
-        status = summary.get("status", "no_data")
-        if exit_code not in (0, None) and status == "success":
-            status = "failed"
+        log_status, log_reason = summary.get("status", "no_data"), summary.get("reason", "")
     else:
-        status = "success" if exit_code == 0 else "failed"
+        log_status, log_reason = ("success" if exit_code == 0 else "failed"), ""
+    status, _ = _judge(record, log_status, log_reason)
     return int(record["attempt"]), status
+
+
+def _judge(record: Mapping[str, Any], log_status: str, log_reason: str) -> tuple[str, str]:
+    return run_outcome(
+        log_status,
+        log_reason,
+        record.get("exit_code"),
+        record.get("failure_reason") or "",
+        record.get("ended_by") or "",
+    )
 
 
 def retry_token(run_dir: Path, keep_failed: bool) -> int:
@@ -73,11 +87,8 @@ def retry_token(run_dir: Path, keep_failed: bool) -> int:
 def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
     """(reason, scheduler state) for an attempt that ended without its own record: the
     scheduler's state when it still knows the job, else the log's failure markers."""
-    from llmbench.parsers import parse_log
-    from llmbench.scheduler import SLURM_FAILURE_STATES, slurm_job_state
-
     job = _read_json(attempt_dir / JOB_FILE) or {}
-    state = slurm_job_state(job["slurm_job_id"]) if job.get("slurm_job_id") else None
+    state = job_state(job["slurm_job_id"]) if job.get("slurm_job_id") else None
     if state in SLURM_FAILURE_STATES:
         return SLURM_FAILURE_STATES[state], state
     log = attempt_dir / "train.log"
@@ -115,7 +126,9 @@ def run_or_salvage(
     again only after a transient infrastructure failure, at most ``infra_retries`` times;
     after any other kill (scancel, time limit, ...) it records the killed attempt as the
     run's failed result, so the sweep's tables are still produced and the next invocation
-    redoes the run."""
+    redoes the run. A run the watchdog ended as a ``hang`` before it finished is run again
+    at once, up to ``infra_retries`` times (a hang is usually a transient distributed
+    fault); a ``timeout`` is not (it would take as long again)."""
     numbers = attempt_numbers(run_dir)
     if job_attempt > 1 and numbers:
         last = run_dir / f"attempt-{numbers[-1]}"
@@ -125,7 +138,26 @@ def run_or_salvage(
             record = salvage_record(run_dir, spec.to_dict(), state, reason, retried=retry)
             if record is not None and not retry:
                 return record  # the killed attempt is the run's result this time
-    return run_attempt(spec, run_dir, source_dir, env=env)
+    record = run_attempt(spec, run_dir, source_dir, env=env)
+    for _ in range(infra_retries):
+        if attempt_outcome(run_dir, record)[0] != Status.HANG.value:
+            break
+        mark_retried(run_dir, record)
+        record = run_attempt(spec, run_dir, source_dir, env=env)
+    return record
+
+
+def attempt_outcome(run_dir: Path, record: Mapping[str, Any]) -> tuple[str, str]:
+    """(status, reason) of one attempt: ``run_outcome`` of its log and its ending."""
+    summary = parse_attempt_log(run_dir, record).summary
+    return _judge(record, summary.status, summary.reason)
+
+
+def mark_retried(run_dir: Path, record: dict[str, Any]) -> None:
+    """Note in the attempt's record that it was retried within this invocation (the retry
+    token does not count it)."""
+    record["retried"] = True
+    write_json_atomic(run_dir / record["attempt_dir"] / RECORD_FILE, record)
 
 
 def salvage_record(
@@ -170,8 +202,6 @@ def salvage_record(
 def attempt_history(run_dir: Path) -> tuple[int, str]:
     """(number of attempts, ``"1:node_failure; 2:cuda_oom"`` for the attempts before the
     reported one), for the runs table."""
-    from llmbench.parsers import parse_log
-
     numbers = attempt_numbers(run_dir)
     reported = (_read_json(run_dir / RECORD_FILE) or {}).get("attempt")
     earlier = []
@@ -179,16 +209,11 @@ def attempt_history(run_dir: Path) -> tuple[int, str]:
         if n == reported:
             continue
         folder = run_dir / f"attempt-{n}"
-        record = _read_json(folder / RECORD_FILE) or {}
-        outcome = record.get("failure_reason")
-        if not outcome:
-            log = folder / "train.log"
-            summary = parse_log(log).summary if log.exists() else None
-            if summary is None:
-                outcome = "killed"
-            elif record.get("exit_code") not in (0, None) and summary.status != "failed":
-                outcome = f"exit_code_{record['exit_code']}"
-            else:
-                outcome = str(summary.reason or summary.status)
+        record = _read_json(folder / RECORD_FILE)
+        if record is None or not (folder / "train.log").exists():
+            outcome = (record or {}).get("failure_reason") or "killed"
+        else:
+            status, reason = attempt_outcome(run_dir, record)
+            outcome = reason or status
         earlier.append(f"{n}:{outcome}")
     return len(numbers), "; ".join(earlier)

@@ -18,6 +18,7 @@ import yaml
 
 from llmbench.embedded import workload as tiny
 from llmbench.errors import ConfigError
+from llmbench.limits import RunLimits, resolve_limits
 from llmbench.runspec import RunSpec
 
 
@@ -188,6 +189,7 @@ def _resolve_tiny(
         launcher=config["launcher"],
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
+        limits=_limits(config, tiny.FRAMEWORK, size, variant),
     )
 
 
@@ -265,6 +267,14 @@ def _resolve_catalog(
         threads_per_rank=config["threads_per_rank"],
         image=image,
         profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
+        limits=_limits(config, row.framework, size, variant),
+    )
+
+
+def _limits(config: Mapping[str, Any], framework: str, size: str, variant: str) -> RunLimits:
+    watchdog = config["watchdog"]
+    return resolve_limits(
+        framework, size, variant, config["runtime_min"], watchdog["startup_s"], watchdog["stall_s"]
     )
 
 

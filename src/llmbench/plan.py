@@ -15,12 +15,6 @@ import pandas as pd
 
 from llmbench.runspec import RunSpec
 
-RUNTIME_LIMIT_MIN_DEFAULT = 30
-RUNTIME_LIMIT_MIN_BY_SIZE = {"405b": 120, "405b-proxy": 120, "340b": 120}
-"""Slurm time limits per run: the spec's 30 minutes for 8B/70B and 2 hours for 405B
-(340B runs at the same scales, so it gets the 405B limit)."""
-EMBEDDED_RUNTIME_LIMIT_MIN = 10
-
 PLAN_COLUMNS = (
     "run_id",
     "workload",
@@ -37,13 +31,6 @@ PLAN_COLUMNS = (
     "est_gpu_hours",
     "image",
 )
-
-
-def runtime_limit_min(spec: RunSpec) -> int:
-    """Slurm time limit for one training job, in minutes."""
-    if spec.framework == "torch":
-        return EMBEDDED_RUNTIME_LIMIT_MIN
-    return RUNTIME_LIMIT_MIN_BY_SIZE.get(spec.size, RUNTIME_LIMIT_MIN_DEFAULT)
 
 
 def reference_step_times(published: Iterable[Any]) -> dict[tuple[str, str, str, str, int], float]:
@@ -74,7 +61,7 @@ def plan_table(
                 "nodes": spec.nodes,
                 "variant": spec.variant,
                 "steps": spec.steps,
-                "runtime_limit_min": runtime_limit_min(spec),
+                "runtime_limit_min": spec.limits.time_limit_s // 60,
                 "reference_step_time_s": step_s,
                 "est_runtime_min": runtime_min,
                 "est_gpu_hours": runtime_min / 60 * spec.gpus,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +20,15 @@ def summarize_record(record_path: str | Path) -> tuple[dict[str, Any], ParsedLog
     (so a summary left from an earlier attempt is never mistaken for the current one)."""
     record_path = Path(record_path)
     record = read_record(record_path)
-    parsed = _parse(record_path.parent, record)
+    parsed = parse_attempt_log(record_path.parent, record)
     summary = {"run_id": record["run_id"], "attempt": record["attempt"]}
     summary.update(parsed.summary.as_dict())
     return summary, parsed
 
 
-def parse_record(record_path: str | Path) -> ParsedLog:
-    """Parse the training log of the attempt a ``run.json`` reports."""
-    record_path = Path(record_path)
-    return _parse(record_path.parent, read_record(record_path))
-
-
-def _parse(run_dir: Path, record: dict[str, Any]) -> ParsedLog:
+def parse_attempt_log(run_dir: Path, record: Mapping[str, Any]) -> ParsedLog:
+    """Parse the training log of the attempt ``record`` describes, with its run's window
+    and number of steps."""
     spec = record["spec"]
     return parse_log(
         run_dir / record["log"],

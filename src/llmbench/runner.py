@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,10 @@ from typing import Any
 from llmbench import provenance
 from llmbench.launch import render_launch_script
 from llmbench.launch.script import LOG_FILE, SPEC_FILE
+from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
+from llmbench.slurm import job_nodelist, step_task_pids
+from llmbench.supervise import supervise
 
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
@@ -52,22 +55,14 @@ def new_attempt_dir(run_dir: Path) -> tuple[int, Path]:
             number += 1
 
 
-def job_nodelist(job_id: str | None) -> str | None:
-    """The allocation's nodes (Slurm's compact form); the executor plugin strips
-    SLURM_JOB_NODELIST from a rule's environment, so ask the controller."""
-    if not job_id:
-        return None
-    try:
-        out = subprocess.run(
-            ["squeue", "-h", "-j", job_id, "-o", "%N"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+def _step_tasks(job_id: str | None) -> Callable[[], list[int]] | None:
+    """The ranks srun starts under slurmstepd, for the supervisor (None outside a job)."""
+    return (lambda: step_task_pids(job_id)) if job_id else None
+
+
+def _has_steps(log: Path) -> bool:
+    """The log shows a training step: the watchdog's startup allowance is over."""
+    return parse_log(log).summary.n_iterations > 0
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -105,15 +100,14 @@ def run_attempt(
         PYTHONUNBUFFERED="1",
     )
     started = _now()
-    with open(attempt_dir / LOG_FILE, "wb") as log:
-        proc = subprocess.run(
-            ["bash", str(launch)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=launch_env,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+    outcome = supervise(
+        ["bash", str(launch)],
+        attempt_dir / LOG_FILE,
+        spec.limits,
+        env=launch_env,
+        has_started=_has_steps,
+        outside_pids=_step_tasks(job_id) if spec.launcher == "srun" else None,
+    )
     record = {
         "run_id": spec.run_id,
         "attempt": number,
@@ -122,7 +116,11 @@ def run_attempt(
         "launch_script": f"{attempt_dir.name}/launch.sh",
         "started_at": started,
         "finished_at": _now(),
-        "exit_code": proc.returncode,
+        "exit_code": outcome.exit_code,
+        "ended_by": outcome.ended_by,
+        "end_detail": outcome.detail,
+        "stack_dumps": [f"{attempt_dir.name}/{name}" for name in outcome.stack_dumps],
+        "leftover_processes": outcome.leftover_processes,
         "spec": spec.to_dict(),
         "provenance": provenance.collect(source_dir),
     }

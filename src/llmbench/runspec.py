@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llmbench.limits import RunLimits, default_limits
+
 KEY_FIELDS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
 """The axes that identify a run; the run id is built from them."""
 
@@ -46,6 +48,13 @@ class RunSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
     as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
+    limits: RunLimits | None = None
+    """Time limit and watchdog allowances (``llmbench.limits``); None takes the defaults."""
+
+    def __post_init__(self) -> None:
+        if self.limits is None:
+            limits = default_limits(self.framework, self.size, self.variant)
+            object.__setattr__(self, "limits", limits)
 
     @property
     def run_id(self) -> str:
@@ -72,4 +81,6 @@ class RunSpec:
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["window"] = tuple(fields["window"])
+        if isinstance(fields.get("limits"), dict):
+            fields["limits"] = RunLimits(**fields["limits"])
         return cls(**fields)

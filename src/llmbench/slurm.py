@@ -1,4 +1,7 @@
-"""Slurm resources of a training job, as snakemake-executor-plugin-slurm reads them.
+"""Everything llmbench asks of Slurm: a training job's resources, and what the controller
+knows about a running or ended job (its nodes, its state, its step tasks on this node).
+
+Resources: as snakemake-executor-plugin-slurm reads them.
 
 The plugin maps ``nodes`` + ``tasks_per_node`` + ``mpi="srun"`` to a multi-node
 allocation (it refuses ``mpi`` with one task per node, so one rank per node asks for
@@ -11,10 +14,13 @@ the plugin's own resources (set in the profile), which it quotes itself.
 from __future__ import annotations
 
 import shlex
+import shutil
+import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from llmbench.plan import runtime_limit_min
+import psutil
+
 from llmbench.runspec import RunSpec
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
@@ -32,7 +38,6 @@ def slurm_resources(
     spec: RunSpec,
     extras: Mapping[str, Any],
     threads_per_rank: int,
-    runtime_min: int | None = None,
 ) -> dict[str, Any]:
     """Resources of one training job: one task per GPU (per rank on CPUs)."""
     mpi = spec.gpus_per_node > 1
@@ -43,9 +48,76 @@ def slurm_resources(
         "tasks": 0 if mpi else spec.gpus,
         "mpi": "srun" if mpi else "",
         "cpus_per_task": threads_per_rank if spec.gpu_type == "cpu" else 1,
-        "runtime": runtime_min or runtime_limit_min(spec),
+        # the run's own limit (enforced by llmbench) plus the job's overhead
+        "runtime": spec.limits.slurm_time_min,
         "slurm_extra": slurm_extra(extras),
     }
     # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.
     resources["gres"] = f"gpu:{spec.gpus_per_node}" if spec.gpu_type != "cpu" else ""
     return resources
+
+
+# --- what the controller knows about a job ------------------------------------------------
+
+SLURM_FAILURE_STATES = {
+    "CANCELLED": "cancelled",
+    "TIMEOUT": "time_limit",
+    "NODE_FAIL": "node_failure",
+    "PREEMPTED": "preempted",
+    "OUT_OF_MEMORY": "host_oom",
+    "BOOT_FAIL": "boot_fail",
+    "DEADLINE": "time_limit",
+    "FAILED": "nonzero_exit",
+}
+"""Slurm job states that end a job badly, and the parser's reason for each."""
+
+QUERY_TIMEOUT_S = 30
+
+
+def _lines(cmd: list[str]) -> list[str] | None:
+    """The non-empty output lines of a Slurm command; None when it is missing or fails."""
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def job_state(job_id: str) -> str | None:
+    """The job's state word (e.g. ``CANCELLED``), from squeue while Slurm still lists the
+    job (MinJobAge), else from sacct where accounting runs; None when neither knows."""
+    lines = _lines(["squeue", "-h", "-j", job_id, "-t", "all", "-o", "%T"])
+    if not lines:
+        lines = _lines(["sacct", "-n", "-X", "-j", job_id, "-o", "State%30"])
+    return lines[0].split()[0].upper() if lines else None
+
+
+def job_nodelist(job_id: str | None) -> str | None:
+    """The allocation's nodes (Slurm's compact form); the executor plugin strips
+    SLURM_JOB_NODELIST from a rule's environment, so ask the controller."""
+    if not job_id:
+        return None
+    lines = _lines(["squeue", "-h", "-j", job_id, "-o", "%N"])
+    return lines[0] if lines else None
+
+
+def step_task_pids(job_id: str) -> list[int]:
+    """PIDs of the job's step tasks on this node (``scontrol listpids``): srun starts the
+    ranks under slurmstepd, outside the process tree of the srun that asked for them.
+    The batch script's processes are left out, and so are this process and its parents."""
+    lines = _lines(["scontrol", "listpids", job_id]) or []
+    me = psutil.Process()
+    mine = {me.pid, *(p.pid for p in me.parents())}
+    rows = [line.split() for line in lines[1:]]  # a header first
+    return [
+        int(row[0])
+        for row in rows
+        if len(row) >= 5 and row[0].isdigit() and row[2] != "batch" and row[4].isdigit()
+        and int(row[0]) not in mine
+    ]  # fmt: skip

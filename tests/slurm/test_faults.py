@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from tests.conftest import REPO, snakemake_command, write_config
@@ -95,6 +97,14 @@ def wait_for_job(workdir: Path, run_id: str, timeout: float = 300) -> dict:
     raise AssertionError(f"{run_id} never started")
 
 
+def assert_no_rank_left(workdir: Path, run_id: str) -> None:
+    """Every rank a log names (``llmbench rank r/w pid N``) is gone: all nodes of the test
+    cluster are this machine."""
+    for log in (workdir / "results/runs" / run_id).glob("attempt-*/train.log"):
+        for pid in re.findall(r"^(?:\d+: )?llmbench rank \d+/\d+ pid (\d+)", log.read_text(), re.M):
+            assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == "zombie"
+
+
 def snapshot(workdir: Path) -> dict[Path, str]:
     """Every attempt log on disk, with its content."""
     return {p: p.read_text() for p in (workdir / "results/runs").glob("*/attempt-*/train.log")}
@@ -151,13 +161,31 @@ def test_scancel_is_recorded_and_redone(slurm_cluster, tmp_path) -> None:
 
 
 def test_time_limit_is_recorded_and_redone(slurm_cluster, tmp_path) -> None:
+    # llmbench's own limit inside the job ends the run; Slurm's is 5 minutes later
     write_config(tmp_path, {**CONFIG, "runtime_min": 1})
     fault = f"hang@5:{B}:1"
     finish(start(tmp_path, fault), timeout=900)
     table = runs(tmp_path)
-    assert table.loc[B, "status"] == "failed" and table.loc[B, "reason"] == "time_limit"
+    assert table.loc[B, "status"] == "timeout" and table.loc[B, "reason"] == "time_limit"
     assert table.loc[A, "status"] == "success"
+    assert_no_rank_left(tmp_path, B)
     rerun_redoes_only(tmp_path, B, fault, "time_limit")
+
+
+def test_watchdog_in_the_job_ends_a_hang_and_retries_it(slurm_cluster, tmp_path) -> None:
+    write_config(tmp_path, {**CONFIG, "watchdog": {"stall_s": 10}})
+    before = snapshot(tmp_path)
+    finish(start(tmp_path, f"hang@5:{B}:1"), timeout=900)
+    table = runs(tmp_path)
+    assert (table.status == "success").all(), table[["status", "reason"]]
+    assert table.loc[B, "attempt"] == 2 and table.loc[B, "earlier_attempts"] == "1:no_progress"
+    first = json.loads((tmp_path / "results/runs" / B / "attempt-1/run.json").read_text())
+    assert first["ended_by"] == "hang" and first["retried"] is True
+    # the stacks of the ranks on the job's first node, saved before they were ended
+    assert any("inject" in (tmp_path / "results/runs" / B / n).read_text()
+               for n in first["stack_dumps"])  # fmt: skip
+    assert_no_rank_left(tmp_path, B)
+    account(before, tmp_path, set())
 
 
 def test_node_failure_is_retried_on_another_node(slurm_cluster, tmp_path) -> None:
@@ -214,5 +242,5 @@ def test_killed_snakemake_recovers(slurm_cluster, tmp_path) -> None:
 def test_ledger() -> None:
     LEDGER["seconds"] = round(time.monotonic() - STARTED)
     print(f"fault suite: {json.dumps(LEDGER)}")
-    assert LEDGER["faults_injected"] == 5, LEDGER
+    assert LEDGER["faults_injected"] == 6, LEDGER
     assert LEDGER["logs_lost"] == 0 and LEDGER["successful_runs_redone"] == 0

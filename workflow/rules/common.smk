@@ -84,7 +84,9 @@ def _train_params(run):
         "spec": RUNS[run].to_dict(),
         # Changes exactly when the reported attempt did not succeed (llmbench.attempts),
         # so rerunning the same command redoes failed runs and keeps the rest.
-        "retry_of": retry_token(Path("results/runs") / run, CONFIG["failures"]["keep_failed"]),
+        "retry_of": retry_token(
+            Path("results/runs") / run, CONFIG["failures"]["keep_failed"]
+        ),
         "env": _launch_env(RUNS[run]),
     }
 
@@ -107,8 +109,6 @@ def get_train_threads():
         return _train_threads(RUNS[wildcards.run])
 
     return threads
-
-
 
 
 def get_sqsh_constraint():
@@ -169,9 +169,7 @@ def train_resources(run, attempt):
         avoid = nodes_to_avoid(Path("results/runs") / run)
         if avoid:
             extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
-    return slurm_resources(
-        RUNS[run], extras, CONFIG["threads_per_rank"], CONFIG["runtime_min"]
-    )
+    return slurm_resources(RUNS[run], extras, CONFIG["threads_per_rank"])
 
 
 def get_train_resources(name):

@@ -17,10 +17,14 @@ import platform
 import resource
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
+from llmbench.embedded.process_group import GroupHolders, process_group
 from llmbench.runspec import RunSpec
+from llmbench.stack_dumps import register_stack_dump
 
 DATA_POOL_SEQUENCES = 16
 """Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""
@@ -30,7 +34,9 @@ FAULT_ENV = "LLMBENCH_FAULT"
 """Fault injection for tests of failure handling:
 ``<kind>@<iteration>[:<run-id glob>[:<attempt>]]`` with kind ``oom`` (raises the error a
 CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN) or ``hang`` (sleeps until
-killed); with ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails."""
+killed); with ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails. An
+iteration equal to the number of steps strikes after the last step (a run that finished
+but does not exit)."""
 FAULT_KINDS = ("oom", "exception", "nan", "hang")
 HANG_LIMIT_S = 600
 
@@ -117,17 +123,25 @@ def nemo_step_line(
 
 
 def train(spec: RunSpec, info: RankInfo) -> None:
+    """Train ``spec.steps`` iterations on this rank; the process group (if any) is torn
+    down only after every object that uses it is gone (``process_group``)."""
+    import torch
+
+    torch.set_num_threads(spec.threads_per_rank)
+    with process_group(info.rank, info.world_size) as holders:
+        _train_steps(spec, info, holders)
+
+
+def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
+    # The model, optimizer and DDP reducer are locals here, so they are released when this
+    # function returns, before the process group is destroyed.
     import torch
     import torch.distributed as dist
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    torch.set_num_threads(spec.threads_per_rank)
     distributed = info.world_size > 1
-    if distributed:
-        dist.init_process_group("gloo", rank=info.rank, world_size=info.world_size)
-
     shape = spec.model
     torch.manual_seed(1234)  # identical initial weights on every rank, as DDP expects
     model = LlamaForCausalLM(
@@ -143,7 +157,7 @@ def train(spec: RunSpec, info: RankInfo) -> None:
         )
     )
     if distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+        model = holders.hold(torch.nn.parallel.DistributedDataParallel(model))
     optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.01)
     pool = torch.randint(
         0,
@@ -198,11 +212,16 @@ def train(spec: RunSpec, info: RankInfo) -> None:
                 ),
                 flush=True,
             )
-    if distributed:
-        # Leave together: a rank tearing gloo down while its peer has already exited can
-        # block forever in destroy_process_group (seen with rank 0, the store's host).
-        dist.barrier()
-        dist.destroy_process_group()
+    inject(fault, spec.steps)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush what this rank printed, then leave without running destructors: after a
+    failure, objects kept alive by the traceback may still hold the process group, and
+    their destructors can block on a peer that is gone."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,14 +232,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = RunSpec.from_dict(json.load(fh))
     info = rank_info()
     node = os.environ.get("SLURMD_NODENAME") or platform.node()
-    print(f"llmbench rank {info.rank}/{info.world_size} on node {node}", flush=True)
+    print(
+        f"llmbench rank {info.rank}/{info.world_size} pid {os.getpid()} on node {node}",
+        flush=True,
+    )
     if info.rank == 0:
         print(
             f"llmbench embedded trainer: run {spec.run_id} world_size={info.world_size} "
             f"dtype={spec.dtype} gbs={spec.global_batch_size} steps={spec.steps}",
             flush=True,
         )
-    train(spec, info)
+    register_stack_dump(info.rank)
+    try:
+        train(spec, info)
+    except Exception:
+        traceback.print_exc()
+        exit_now(1)
     return 0
 
 

@@ -31,6 +31,9 @@ class Status(str, Enum):
     INVALID = "invalid"  # NaN/inf loss or grad norm: the numbers mean nothing
     FAILED = "failed"  # a failure marker was read; `reason` says which
     NO_DATA = "no_data"  # no step line and no failure marker
+    # Outcomes of a run that llmbench (or the scheduler) ended, never of a log alone:
+    TIMEOUT = "timeout"  # the run's time limit ended it before it finished
+    HANG = "hang"  # its log stopped growing for longer than the watchdog allows
 
 
 class Reason(str, Enum):
@@ -53,6 +56,10 @@ class Reason(str, Enum):
     FINAL_ITERATION_MISSING = "final_iteration_missing"
     # no_data
     NO_STEP_LINES = "no_step_lines"
+    # hang
+    NO_PROGRESS = "no_progress"
+    # success: the log is complete, but the process did not exit and was ended
+    TEARDOWN_HANG = "teardown_hang"
 
 
 FAILURE_PRIORITY: tuple[Reason, ...] = (

@@ -1,0 +1,111 @@
+"""The supervisor on plain shell commands: it ends whole process trees, by PID."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import psutil
+
+from llmbench.limits import RunLimits
+from llmbench.supervise import Ended, Outcome, last_line, supervise
+
+
+def pids_in(log: Path) -> list[int]:
+    return [int(p) for p in re.findall(r"pid=(\d+)", log.read_text())]
+
+
+def assert_all_gone(pids: list[int]) -> None:
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not alive, f"left alive: {alive}"
+
+
+def test_a_normal_exit_is_left_alone(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    outcome = supervise(["bash", "-c", "echo hello; exit 3"], log, RunLimits(60, 60, 60))
+    assert outcome.exit_code == 3 and outcome.ended_by == ""
+    assert log.read_text() == "hello\n"
+
+
+def test_time_limit_ends_children_in_sessions_of_their_own(tmp_path) -> None:
+    """torchrun starts each rank in a new session: a process group kill would miss it."""
+    log = tmp_path / "train.log"
+    script = (
+        "setsid bash -c 'echo pid=$$; exec sleep 300' & "
+        "bash -c 'echo pid=$$; exec sleep 300' & "
+        "echo pid=$$; while true; do echo tick; sleep 0.2; done"
+    )
+    started = time.monotonic()
+    outcome = supervise(["bash", "-c", script], log, RunLimits(3, 60, 60), poll_s=0.2)
+    assert outcome.ended_by == Ended.TIMEOUT
+    assert "time limit of 3 s" in outcome.detail and "last log line: tick" in outcome.detail
+    assert time.monotonic() - started < 60
+    pids = pids_in(log)
+    assert len(pids) == 3
+    assert_all_gone(pids)
+
+
+def supervise_steps(log: Path, output: str, limits: RunLimits) -> Outcome:
+    """Supervise a shell that prints its pid and ``output``, then sleeps; a line with
+    "step" in it counts as the first step."""
+    return supervise(
+        ["bash", "-c", f"echo pid=$$; {output}; exec sleep 300"],
+        log,
+        limits,
+        has_started=lambda path: "step" in path.read_text(),
+        poll_s=0.2,
+    )
+
+
+def test_a_silent_log_is_a_hang_only_after_the_allowance(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    outcome = supervise_steps(log, "echo step 1", RunLimits(120, 60, 2))
+    assert outcome.ended_by == Ended.HANG
+    assert "after the first step (allowance 2 s)" in outcome.detail
+    assert outcome.detail.endswith("last log line: step 1")
+    assert outcome.wall_s >= 2
+    assert_all_gone(pids_in(log))
+
+
+def test_before_the_first_step_the_startup_allowance_applies(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    outcome = supervise_steps(log, "echo importing", RunLimits(120, 3, 1))
+    assert outcome.ended_by == Ended.HANG
+    assert "before the first step (allowance 3 s)" in outcome.detail
+    assert outcome.wall_s >= 3  # the 1 s stall allowance did not apply yet
+
+
+def test_processes_left_behind_by_a_finished_launch_are_ended(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    script = "setsid bash -c 'echo pid=$$; exec sleep 300' & sleep 0.5; echo done"
+    outcome = supervise(["bash", "-c", script], log, RunLimits(60, 60, 60), poll_s=0.1)
+    assert outcome.exit_code == 0 and outcome.ended_by == ""
+    assert outcome.leftover_processes == 1
+    assert_all_gone(pids_in(log))
+
+
+def test_a_process_that_ignores_sigterm_is_killed(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    script = "trap '' TERM; echo pid=$$; while true; do sleep 0.1; done"
+    outcome = supervise(["bash", "-c", script], log, RunLimits(2, 60, 60), poll_s=0.2, grace_s=1)
+    assert outcome.ended_by == Ended.TIMEOUT
+    assert outcome.exit_code == -9
+    assert_all_gone(pids_in(log))
+
+
+def test_last_line_is_cut_to_one_short_line(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_bytes(b"first\n" + b"x" * 5000 + b"\n\n")
+    line = last_line(log)
+    assert line.startswith("xxx") and line.endswith("...") and len(line) == 203
+    assert last_line(tmp_path / "missing.log") == ""
+
+
+def test_environment_and_folder_reach_the_command(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    env = dict(os.environ, LLMBENCH_PROBE="42")
+    command = ["bash", "-c", "echo $LLMBENCH_PROBE; pwd"]
+    supervise(command, log, RunLimits(60, 60, 60), env, tmp_path)
+    assert log.read_text().split() == ["42", str(tmp_path)]
