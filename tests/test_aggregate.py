@@ -310,3 +310,14 @@ def test_no_steps_give_an_empty_typed_table() -> None:
     steps = steps_table_from_frame(specs, steps_of("x", range(0)))
     assert steps.empty and list(steps.columns) == list(STEP_DTYPES)
     assert str(steps.in_window.dtype) == "bool"
+
+
+def test_log_interval_and_restarts_come_from_the_summary() -> None:
+    given = {**SUMMARY, "reason": "restarted", "log_interval": 10, "restarts": 2}
+    table = runs_table_from_records([(record(), given, None)], TRAIN_TOKENS)
+    assert (table.log_interval.iloc[0], table.restarts.iloc[0]) == (10, 2)
+    assert table.reason.iloc[0] == "restarted"
+    # a summary.json written before the columns existed reads as every step, no restart
+    specs = pd.DataFrame([spec_row(record(), None)])
+    old = runs_table_from_frames(specs, pd.DataFrame([SUMMARY]), TRAIN_TOKENS)
+    assert (old.log_interval.iloc[0], old.restarts.iloc[0]) == (1, 0)

@@ -13,7 +13,8 @@ first two for a handful of runs.
 - configuration: framework, seq_len, micro_batch_size, global_batch_size, tp, pp, cp, dp,
   ga, steps, window_first, window_last
 - measured (over the window, population std): step_time_mean_s, step_time_std_s,
-  step_time_last_s, n_iterations, max_iteration, logged_tflops_per_gpu_mean
+  step_time_last_s, n_iterations, max_iteration, logged_tflops_per_gpu_mean; from the log:
+  log_interval (its logging cadence) and restarts (in-log restarts; later lines won)
 - derived: tokens_per_s = seq_len * GBS / step_time_mean_s; tokens_per_s_per_gpu;
   train_tokens and days_to_train = train_tokens / tokens_per_s / 86400;
   model_flops_per_sample; achieved_tflops_per_gpu = GBS * flops / step_time / gpus / 1e12;
@@ -85,6 +86,8 @@ RUN_DTYPES: dict[str, str] = {
     "n_iterations": "int64",
     "max_iteration": "int64",
     "logged_tflops_per_gpu_mean": "float64",
+    "log_interval": "int64",
+    "restarts": "int64",
     "tokens_per_s": "float64",
     "tokens_per_s_per_gpu": "float64",
     "train_tokens": "float64",
@@ -181,8 +184,10 @@ SPEC_COLUMNS = (
 )  # fmt: skip
 SUMMARY_COLUMNS = (
     "status", "reason", "step_time_mean_s", "step_time_std_s", "step_time_last_s",
-    "n_iterations", "max_iteration", "tflops_per_gpu_mean",
+    "n_iterations", "max_iteration", "tflops_per_gpu_mean", "log_interval", "restarts",
 )  # fmt: skip
+SUMMARY_DEFAULTS = {"log_interval": 1, "restarts": 0}
+"""Values for summary columns that summaries written before they existed lack."""
 
 
 def spec_row(
@@ -272,7 +277,12 @@ def runs_table_from_frames(
     out["status"], out["reason"] = _outcomes(out, summ)
     out = out.drop(columns=["failure_reason", "ended_by"], errors="ignore")
     for col in SUMMARY_COLUMNS[2:]:
-        out[col] = pd.to_numeric(summ[col], errors="coerce").to_numpy()
+        if col in SUMMARY_DEFAULTS:
+            given = summ[col] if col in summ.columns else pd.Series(math.nan, index=summ.index)
+            values = pd.to_numeric(given, errors="coerce").fillna(SUMMARY_DEFAULTS[col])
+        else:
+            values = pd.to_numeric(summ[col], errors="coerce")
+        out[col] = values.to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")
     step = out["step_time_mean_s"].astype(float)
     step_ok = step.where(step.gt(0) & step.lt(math.inf))

@@ -53,8 +53,31 @@ def mean_std(values: Iterable[float]) -> tuple[float, float]:
     data = [float(v) for v in values]
     if not data:
         return math.nan, math.nan
+    try:
+        mean, std = _mean_std(data)
+    except ValueError:  # +inf and -inf together: no mean exists
+        return math.nan, math.nan
+    except OverflowError:
+        mean = std = math.inf
+    if all(map(math.isfinite, data)) and not (math.isfinite(mean) and math.isfinite(std)):
+        # values near the float maximum (a log claiming 1e308 s) overflow the sums: scale
+        # by a power of two, which is exact; the results may still round to inf
+        exponent = math.frexp(max(map(abs, data)))[1]
+        mean, std = _mean_std([math.ldexp(v, -exponent) for v in data])
+        return _ldexp_or_inf(mean, exponent), _ldexp_or_inf(std, exponent)
+    return mean, std
+
+
+def _ldexp_or_inf(value: float, exponent: int) -> float:
+    try:
+        return math.ldexp(value, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _mean_std(data: list[float]) -> tuple[float, float]:
     mean = math.fsum(data) / len(data)
-    var = math.fsum((v - mean) ** 2 for v in data) / len(data)
+    var = math.fsum((v - mean) * (v - mean) for v in data) / len(data)
     return mean, math.sqrt(var)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,255 @@ def test_nccl_collective_summary(tmp_path: Path) -> None:
     assert rows["AllReduce", 2097152].calls == 6
     assert (rows["AllGather", 1000].bytes, rows["AllGather", 1000].datatype) == (2000, "bfloat16")
     assert parsed.summary.extra["nccl"][0]["operation"] == "AllReduce"
+
+
+# --- real-world variety: cadence, epochs, restarts, prefixes, outcomes (issue-driven) ---
+
+MEGATRON_EVERY_10 = (
+    " [2024-09-14 19:44:{s:02d}] iteration {i:>8}/{last:>8} | consumed samples: {c} | "
+    "elapsed time per iteration (ms): {ms} | learning rate: 2.343750E-07 | global batch size:"
+    "    16 | lm loss: 1.105231E+01 | loss scale: 262144.0 | grad norm: 23.668 | "
+    "number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def megatron_every_10(last: int = 200, skip: tuple[int, ...] = ()) -> list[str]:
+    return [
+        MEGATRON_EVERY_10.format(s=i % 60, i=i, last=last, c=16 * i, ms=400 + i % 20)
+        for i in range(10, last + 1, 10)
+        if i not in skip
+    ]
+
+
+def test_log_interval_is_detected_and_windows_read_at_its_cadence(tmp_path: Path) -> None:
+    path = write(tmp_path, megatron_every_10())
+    s = parse_log(path).summary  # 35-44 holds one logged point (40)
+    assert (s.log_interval, s.max_iteration, s.n_iterations) == (10, 200, 20)
+    assert (s.status, s.reason) == ("incomplete", "window_too_sparse")
+    assert "1 logged point" in s.detail and "last:N" in s.detail
+    s = parse_log(path, (30, 60)).summary  # 30, 40, 50, 60: 0.41, 0.4, 0.41, 0.4 s
+    assert (s.status, s.window_iterations) == ("success", 4)
+    assert s.step_time_mean_s == pytest.approx(0.405) and s.step_time_std_s == pytest.approx(0.005)
+    s = parse_log(write(tmp_path, megatron_every_10(skip=(150,))), (100, 200)).summary
+    assert (s.status, s.reason) == ("incomplete", "window_incomplete")
+    assert "10 of 11 window points" in s.detail
+
+
+def test_final_iteration_is_judged_at_the_cadence(tmp_path: Path) -> None:
+    # train_iters 205 with --log-interval 10: 200 is the last iteration ever logged
+    lines = [line.replace("/     200 |", "/     205 |") for line in megatron_every_10()]
+    s = parse_log(write(tmp_path, lines), (100, 200)).summary
+    assert (s.status, s.last_iteration_expected) == ("success", 205)
+    s = parse_log(write(tmp_path, lines[:-1]), (100, 190)).summary
+    assert (s.status, s.reason) == ("incomplete", "final_iteration_missing")
+
+
+def test_first_megatron_line_without_loss_is_a_step(tmp_path: Path) -> None:
+    first = (
+        " iteration       10/     200 | consumed samples:          160 | elapsed time per "
+        "iteration (ms): 995.3 | learning rate: 0.000000E+00 | global batch size:    16 | "
+        "loss scale: 8388608.0 | number of skipped iterations:  10 | number of nan iterations:"
+        "   0 |"
+    )
+    parsed = parse_log(write(tmp_path, [first, *megatron_every_10()[1:]]), "last:5")
+    assert parsed.steps.step_time_s.iloc[0] == pytest.approx(0.9953)
+    assert math.isnan(parsed.steps.loss.iloc[0]) and parsed.steps.skipped_iterations.iloc[0] == 10
+    assert parsed.summary.status == "success"
+
+
+def test_nemo_epoch_rollover_is_keyed_by_global_step(tmp_path: Path) -> None:
+    line = (
+        "Training epoch {e}, iteration {i}/49 | lr: 0 | global_batch_size: 512 | "
+        "global_step: {g} | reduced_train_loss: 11.03 | train_step_timing in s: {t}"
+    )
+    lines = [line.format(e=g // 19, i=g % 19, g=g, t=7 + g % 2) for g in range(50)]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.restarts, s.n_iterations, s.max_iteration) == ("success", 0, 50, 49)
+    assert s.step_time_mean_s == pytest.approx(7.5)
+
+
+CRASH = "0: Traceback (most recent call last):\n0: RuntimeError: CUDA error: illegal address"
+RESTART = "[INFO] [default] Worker group FAILED. 3/3 attempts left; will restart worker group"
+
+
+def test_launcher_restart_without_going_back_is_counted(tmp_path: Path) -> None:
+    lines = nemo_lines()
+    lines[30:30] = [CRASH, RESTART]  # the job resumes where it stopped
+    s = parse_log(write(tmp_path, [*lines, "Job pretrain-x1 finished: SUCCEEDED"])).summary
+    assert (s.status, s.reason, s.restarts) == ("success", "restarted", 1)
+    assert s.detail == "1 restart after python_exception"
+
+
+def test_failure_after_the_last_restart_decides(tmp_path: Path) -> None:
+    lines = [
+        *nemo_lines()[:30],
+        RESTART,
+        *nemo_lines()[25:40],
+        "0: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "Job pretrain-x1 finished: FAILED",
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason, s.restarts) == ("failed", "cuda_oom", 1)
+
+
+@pytest.mark.parametrize(
+    ("tail", "status", "reason"),
+    [
+        ("Job pretrain-x1 finished: FAILED", "failed", "job_failed"),
+        ("Job pretrain-x1 finished: SUCCEEDED", "success", ""),
+        (
+            "[NeMo E 2025-03-07 22:43:58 straggler_det_callback:239] Detected stragglers. "
+            "Terminating training...",
+            "success",
+            "",
+        ),
+    ],
+)
+def test_the_jobs_last_word_decides_a_finished_run(
+    tmp_path: Path, tail: str, status: str, reason: str
+) -> None:
+    s = parse_log(write(tmp_path, [*nemo_lines(), tail])).summary
+    assert (s.status, s.reason) == (status, reason)
+
+
+def test_straggler_abort_and_succeeded_job_with_traceback(tmp_path: Path) -> None:
+    abort = [
+        *nemo_lines()[:20],
+        "x/0 [default0]:[NeMo E 2025-03-07 22:43:58 straggler_det_callback:239] Detected "
+        "stragglers. Terminating training...",
+        "x/0 Traceback (most recent call last):",
+        "x/0 torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Job demo-1 finished: FAILED",
+    ]
+    s = parse_log(write(tmp_path, abort)).summary
+    assert (s.status, s.reason) == ("failed", "straggler")
+    # the job's last word is SUCCEEDED: an earlier traceback does not make it a failure
+    stopped = [*nemo_lines()[:20], "Traceback (most recent call last):", "ValueError: x"]
+    s = parse_log(write(tmp_path, [*stopped, "Job demo-1 finished: SUCCEEDED"])).summary
+    assert (s.status, s.reason) == ("incomplete", "window_incomplete")
+
+
+@pytest.mark.parametrize("value", ["nan", "-1.5", "0", "0.0", "inf", "-inf", "1e308", "1e5"])
+def test_impossible_step_times_in_the_window_are_invalid(tmp_path: Path, value: str) -> None:
+    lines = nemo_lines()
+    lines[40] = NEMO_FULL.format(i=40, last=49, loss=11.0, t=value)
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.reason) == ("invalid", "bad_step_time")
+    assert "iteration 40" in s.detail
+
+
+def test_huge_step_times_do_not_overflow(tmp_path: Path) -> None:
+    lines = [NEMO_FULL.format(i=i, last=49, loss=11.0, t="1.7e308") for i in range(50)]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert s.status == "invalid" and s.step_time_mean_s == pytest.approx(1.7e308)
+    assert s.step_time_std_s == 0.0
+
+
+def test_a_bad_step_time_outside_the_window_is_kept(tmp_path: Path) -> None:
+    lines = nemo_lines()
+    lines[3] = NEMO_FULL.format(i=3, last=49, loss=11.0, t="-1")
+    parsed = parse_log(write(tmp_path, lines))
+    assert parsed.summary.status == "success" and parsed.steps.step_time_s.iloc[3] == -1
+
+
+STACKED = [
+    "ining-demo/0 [default0]:",
+    "0: [2026-01-01 12:00:00] ",
+    "I0706 16:50:26.230209 140110937163584 file.py:214] ",
+    "ining-demo/0 3: I0706 16:50:26.230209 140110937163584 file.py:214] ",
+    "\x1b[32m0: \x1b[0m[2026-01-01 12:00:00] \x1b[1m",
+]
+
+
+@pytest.mark.parametrize("prefix", STACKED)
+def test_prefixes_alone_stacked_and_coloured(tmp_path: Path, prefix: str) -> None:
+    nemo = [prefix + line for line in nemo_lines()]
+    megatron = [
+        prefix + MEGATRON.format(i=i, last=50, ms=9000, tf=600, loss="7.4E+00", gn=1, nan=0)
+        for i in range(1, 51)
+    ]
+    maxtext = [
+        prefix + MAXTEXT.format(i=i, t="7.908", tf="460.480", loss="0.000") for i in range(50)
+    ]
+    for lines, mean in ((nemo, 11.0), (megatron, 9.0), (maxtext, 7.908)):
+        s = parse_log(write(tmp_path, lines)).summary
+        assert (s.status, s.n_iterations, s.restarts, s.duplicates) == ("success", 50, 0, 0)
+        assert s.step_time_mean_s == pytest.approx(mean)
+
+
+def test_ansi_codes_inside_fields(tmp_path: Path) -> None:
+    lines = [
+        f"\x1b[0;32mTraining epoch 0, iteration {i}/49\x1b[0m | train_step_timing in s: "
+        f"\x1b[1m{10 + i % 2}.5\x1b[0m | reduced_train_loss: \x1b[33m11.0\x1b[0m\r"
+        for i in range(50)
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.step_time_mean_s) == ("success", pytest.approx(11.0))
+
+
+def test_a_clock_at_line_start_is_not_a_rank_label(tmp_path: Path) -> None:
+    lines = [f"16:50:{i:02d} " + line for i, line in enumerate(nemo_lines())]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.status, s.restarts, s.duplicates) == ("success", 0, 0)
+
+
+def test_maxtext_numbering_other_step_lines_and_last_n(tmp_path: Path) -> None:
+    lines = []
+    for i in range(1, 21):  # steps from 1; `Train step` lines are not step lines
+        lines.append(
+            f"I0706 16:50:26.257925 1401 peft_trainer.py:474] Train step {i} training loss: 0.69"
+        )
+        lines.append(
+            "I0706 16:50:26.257925 1401 metric_logger.py:214] "
+            + MAXTEXT.format(i=i, t=f"{2 if i in (1, 20) else 1}.0", tf=80, loss="0.693")
+        )
+    lines.append("Completed eval after train step 20, loss=0.693, perplexity=2.000")
+    parsed = parse_log(write(tmp_path, lines), "last:5")
+    s = parsed.summary
+    assert (s.n_iterations, s.max_iteration, s.window) == (20, 20, (15, 19))
+    assert (s.status, s.step_time_mean_s, s.step_time_std_s) == ("success", 1.0, 0.0)
+    assert parsed.steps.iteration.tolist() == list(range(1, 21))
+
+
+def test_tflops_above_the_peak_are_kept_and_flagged(tmp_path: Path) -> None:
+    lines = [MAXTEXT.format(i=i, t="0.002", tf="917442.589", loss="10.0") for i in range(50)]
+    parsed = parse_log(write(tmp_path, lines), expected_steps=50)
+    s = parsed.summary
+    assert s.flags == "tflops_above_peak" and s.tflops_per_gpu_mean == pytest.approx(917442.589)
+    assert s.extra["tflops_above_peak"]["steps"] == 50
+    ok = [MAXTEXT.format(i=i, t="7.9", tf="460.480", loss="1.0") for i in range(50)]
+    assert parse_log(write(tmp_path, ok)).summary.flags == ""
+    assert parse_log(write(tmp_path, ok), peak_tflops=459).summary.flags == "tflops_above_peak"
+
+
+def test_megatron_seconds_field_and_running_mean(tmp_path: Path) -> None:
+    lines = [
+        f"[default3]: iteration {i:>8}/      50 | elapsed time per iteration (s): 34.9991 | lm "
+        "loss: 1.0 |"
+        for i in range(1, 51)
+    ]
+    assert parse_log(write(tmp_path, lines)).summary.step_time_mean_s == pytest.approx(34.9991)
+    lines = [
+        f"iteration {i}/50 | elapsed time per iteration (ms): 100.0/101.5 | compute per GPU "
+        "(TFLOP/s/GPU): 496.3 (avg 496.1) | global batch size: 32"
+        for i in range(1, 51)
+    ]
+    s = parse_log(write(tmp_path, lines)).summary
+    assert (s.step_time_mean_s, s.tflops_per_gpu_mean) == (pytest.approx(0.1), pytest.approx(496.3))
+
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.out")
+    with pytest.raises(ParseError, match="named pipe"):
+        parse_log(tmp_path / "pipe.out")
+    with pytest.raises(ParseError, match="folder"):
+        parse_log(tmp_path)
+    (tmp_path / "loop.out").symlink_to(tmp_path / "loop.out")
+    with pytest.raises(ParseError, match=r"loop\.out: cannot read"):
+        parse_log(tmp_path / "loop.out")
+
+
+@pytest.mark.parametrize("window", ["last:1", "10-5", "abc", (5, 2), ("a", 3)])
+def test_bad_windows_are_config_errors(tmp_path: Path, window: object) -> None:
+    with pytest.raises(ConfigError, match="window"):
+        parse_log(write(tmp_path, nemo_lines()), window)  # type: ignore[arg-type]

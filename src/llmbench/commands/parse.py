@@ -1,8 +1,10 @@
 """``llmbench parse``: the recipes' ``parse_train_timing`` scripts, for every framework.
 
-Finds the training logs under an experiments folder, parses each with
-``llmbench.parsers.parse_log`` and prints one row per experiment (table, CSV or JSON).
-Exit status: 0 when at least one experiment succeeded, 1 when none did, 2 on usage errors.
+Finds the training logs under an experiments folder (or takes the one log file it is
+given), parses each with ``llmbench.parsers.parse_log`` and prints one row per experiment
+(table, CSV or JSON). A log that cannot be read gets its own row (``no_data``,
+``unreadable``) and the others are still parsed. Exit status: 0 when at least one
+experiment succeeded, 1 when none did (or no log was found), 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -12,16 +14,24 @@ import csv
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmbench.errors import ConfigError
+from llmbench.errors import ConfigError, ParseError
 from llmbench.metrics import DEFAULT_WINDOW
-from llmbench.parsers import LogSummary, Status, parse_log
+from llmbench.parsers import (
+    WINDOW_SYNTAX,
+    Framework,
+    LogSummary,
+    Reason,
+    Status,
+    Window,
+    as_window,
+    parse_log,
+)
 
 CSV_COLUMNS = (
     "filename",
@@ -33,10 +43,12 @@ CSV_COLUMNS = (
     "max_iteration",
     "framework",
     "reason",
+    "log_interval",
+    "restarts",
+    "flags",
 )
 SIDE_OUTPUT_DIR_SUFFIXES = ("_nsys", "_nccltrace")  # profiling runs: not valid for timing
 SHORT_NAME_CHARS = 90
-_WINDOW = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -46,12 +58,12 @@ class Experiment:
     summary: LogSummary
 
 
-def parse_window(text: str) -> tuple[int, int]:
-    """``"35-44"`` -> ``(35, 44)``."""
-    match = _WINDOW.match(text)
-    if match is None or int(match.group(1)) > int(match.group(2)):
-        raise ConfigError(f"--window {text!r}: expected FIRST-LAST with FIRST <= LAST, e.g. 35-44")
-    return int(match.group(1)), int(match.group(2))
+def parse_window(text: str) -> Window:
+    """``"35-44"`` or ``"last:10"`` -> ``Window``; ``ConfigError`` names the option."""
+    try:
+        return as_window(text)
+    except ConfigError as err:
+        raise ConfigError(f"--{err}") from None
 
 
 def is_training_log(path: Path) -> bool:
@@ -63,6 +75,8 @@ def is_training_log(path: Path) -> bool:
 
 
 def find_training_logs(root: Path) -> Iterator[Path]:
+    """Training logs under ``root`` by name, in a stable order (symlinked folders are not
+    followed; a file that is not a regular one is still yielded, to be reported)."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.endswith(SIDE_OUTPUT_DIR_SUFFIXES))
         for name in sorted(files):
@@ -72,7 +86,7 @@ def find_training_logs(root: Path) -> Iterator[Path]:
 
 
 def experiment_name(path: Path) -> str:
-    if path.name == "train.log":
+    if path.name == "train.log" and path.parent.name.startswith("attempt-"):
         return f"{path.parent.parent.name}/{path.parent.name}"
     stem = path.stem
     return stem[len("log-") :] if stem.startswith("log-") else stem
@@ -109,15 +123,43 @@ def result_row(exp: Experiment, full_names: bool, root: Path) -> dict[str, Any]:
         "max_iteration": s.max_iteration if s.max_iteration >= 0 else None,
         "framework": s.framework,
         "reason": s.reason,
+        "log_interval": s.log_interval,
+        "restarts": s.restarts,
+        "flags": s.flags,
+        "detail": s.detail,
     }
 
 
-def write_table(rows: list[dict[str, Any]], window: tuple[int, int]) -> None:
-    print(f"Train Step Timing and TFLOPS Analysis (iterations {window[0]}-{window[1]})")
+def unreadable_summary(err: ParseError) -> LogSummary:
+    """The row of a log that could not be read: no data, and why."""
+    return LogSummary(
+        framework=Framework.UNKNOWN.value,
+        status=Status.NO_DATA.value,
+        reason=Reason.UNREADABLE.value,
+        detail=str(err),
+    )
+
+
+def parse_one(path: Path, window: Window, peak_tflops: float | None) -> LogSummary:
+    try:
+        return parse_log(path, window, peak_tflops=peak_tflops).summary
+    except ParseError as err:
+        print(f"llmbench parse: warning: {err}", file=sys.stderr)
+        return unreadable_summary(err)
+
+
+def _window_title(window: Window) -> str:
+    if window.last_points is not None:
+        return f"the last {window.last_points} logged points"
+    return f"iterations {window.first}-{window.last}"
+
+
+def write_table(rows: list[dict[str, Any]], window: Window) -> None:
+    print(f"Train Step Timing and TFLOPS Analysis ({_window_title(window)})")
     print("=" * 80)
     width = max([len("Experiment"), *(len(r["filename"]) for r in rows)])
     headers = ("Status", "Time Mean (s)", "Time Std (s)", "TFLOPS_per_GPU Mean")
-    headers += ("TFLOPS_per_GPU Std", "Max Iter", "Reason")
+    headers += ("TFLOPS_per_GPU Std", "Max Iter", "Interval", "Restarts", "Reason", "Flags")
     print(f"{'Experiment':<{width}} " + " ".join(f"{h:>{max(len(h), 10)}}" for h in headers))
     print("-" * width + " " + " ".join("-" * max(len(h), 10) for h in headers))
     for r in rows:
@@ -128,7 +170,10 @@ def write_table(rows: list[dict[str, Any]], window: tuple[int, int]) -> None:
             _number(_or_nan(r["tflops_per_gpu_mean"]), 2),
             _number(_or_nan(r["tflops_per_gpu_std_dev"]), 2),
             "" if r["max_iteration"] is None else str(r["max_iteration"]),
+            str(r["log_interval"]),
+            str(r["restarts"]),
             r["reason"],
+            r["flags"],
         )
         print(
             f"{r['filename']:<{width}} "
@@ -146,11 +191,20 @@ def write_csv(rows: list[dict[str, Any]]) -> None:
 def run(args: argparse.Namespace) -> int:
     window = parse_window(args.window)
     root = Path(args.experiments_dir)
-    if not root.is_dir():
-        raise ConfigError(f"experiments folder {str(root)!r} does not exist")
+    if root.is_dir():
+        logs = list(find_training_logs(root))
+    elif root.exists() or root.is_symlink():  # one log (a pipe or a link loop: reported)
+        logs, root = [root], root.parent
+    else:
+        raise ConfigError(f"experiments folder or log {str(root)!r} does not exist")
+    if not logs:
+        print(
+            f"llmbench parse: no training log found under {str(root)!r} (looked for "
+            "log-*.out, *.out and attempt-*/train.log)",
+            file=sys.stderr,
+        )
     experiments = [
-        Experiment(experiment_name(p), p, parse_log(p, window).summary)
-        for p in find_training_logs(root)
+        Experiment(experiment_name(p), p, parse_one(p, window, args.peak_tflops)) for p in logs
     ]
     rows = [result_row(e, args.full_names, root) for e in experiments]
     successes = sum(e.summary.status == Status.SUCCESS.value for e in experiments)
@@ -169,6 +223,16 @@ def run(args: argparse.Namespace) -> int:
     return 0 if successes else 1
 
 
+def _peak(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of TFLOPS")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "parse",
@@ -180,13 +244,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
-        "experiments_dir", nargs="?", default="experiments", metavar="EXPERIMENTS_DIR"
+        "experiments_dir",
+        nargs="?",
+        default="experiments",
+        metavar="EXPERIMENTS_DIR",
+        help="a folder of experiments, or one log file (default %(default)s)",
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument("--full-names", action="store_true", help="print log paths in full")
     parser.add_argument(
         "--window",
         default=f"{DEFAULT_WINDOW[0]}-{DEFAULT_WINDOW[1]}",
-        help="iterations to average, FIRST-LAST (default %(default)s)",
+        help=f"what to average: {WINDOW_SYNTAX} (default %(default)s)",
+    )
+    parser.add_argument(
+        "--peak-tflops",
+        type=_peak,
+        default=None,
+        metavar="TFLOPS",
+        help="the device's datasheet peak: logged TFLOPS above it are flagged "
+        "(default: the highest peak in the catalog)",
     )
     parser.set_defaults(func=run)

@@ -1,7 +1,8 @@
 """``parse_log``: one pass over a training log into a per-iteration table and a summary.
 
 The scanner hands over only lines holding a needle; this module turns them into rows,
-tracks restarts and duplicates, and collects checkpoint timings and failure markers.
+tracks restarts and duplicates, and collects checkpoint timings, failure markers and the
+job's outcome, all in that one pass.
 pandas is imported only when ``ParsedLog.steps`` is first read, so summarising a log
 (``llmbench parse``) stays small in memory.
 """
@@ -22,9 +23,17 @@ from llmbench.metrics import DEFAULT_WINDOW
 from llmbench.parsers import steps as step_lines
 from llmbench.parsers.failures import FAILURE_NEEDLES, FailureTracker
 from llmbench.parsers.nccl import CollectiveSummary, summarize_nccl_trace
-from llmbench.parsers.scan import CONTEXT_BYTES, WINDOW_BYTES, Hit, LineScanner, Needle
+from llmbench.parsers.scan import (
+    CONTEXT_BYTES,
+    WINDOW_BYTES,
+    Hit,
+    LineScanner,
+    Needle,
+    NotRegularFileError,
+)
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
 from llmbench.parsers.vocabulary import Framework
+from llmbench.parsers.window import Window, as_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +52,14 @@ _STEP_NEEDLES: dict[Framework, tuple[Needle, ...]] = {
 }
 _CHECKPOINT_NEEDLE = Needle(b"Global Checkpoint", "checkpoint")
 _FAILURE_NEEDLES = tuple(Needle(text, "failure", tail_only=True) for text in FAILURE_NEEDLES)
+# torchrun's and NeMo's ft_launcher's `Worker group FAILED. 3/3 attempts left; will restart
+# worker group` and NeMo-Run's `Job <id> finished: X`. Searched in the tail, like failure
+# markers: a third literal over the whole file would cost a third of the throughput, and a
+# restart earlier in the log still shows as the iteration counter going back.
+_OUTCOME_NEEDLES = (
+    Needle(b"will restart worker group", "restart", tail_only=True),
+    Needle(b" finished: ", "outcome", tail_only=True),
+)
 _KIND_FRAMEWORK = {
     "nemo": Framework.NEMO2,
     "megatron": Framework.MEGATRON,
@@ -52,9 +69,10 @@ _CKPT_SAVE = re.compile(rb"Global Checkpoint Save\b.*?Save duration\s*:\s*([0-9.
 _CKPT_LOAD = re.compile(rb"Global Checkpoint Load\b.*?load_checkpoint\s*:\s*([0-9.eE+-]{1,32})")
 # Rank labels that tell one output stream from another: srun -l (`3: `), torchrun and
 # NeMo-Run (`[default3]:`, `name/3 [default0]:`).
-_SRUN_LABEL = re.compile(rb"\s*(\d{1,7}):")
+_SRUN_LABEL = re.compile(rb"\s*(\d{1,7}): ")
 _TORCHRUN_LABEL = re.compile(rb"\[default(\d{1,7})\]")
 _NEMORUN_LABEL = re.compile(rb"\s*([\w.\-]{1,200}/\d{1,7})\s")
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 
 
 def needles_for(framework: Framework | None) -> list[Needle]:
@@ -63,7 +81,7 @@ def needles_for(framework: Framework | None) -> list[Needle]:
     needles = [n for fw in chosen for n in _STEP_NEEDLES[fw]]  # type: ignore[index]
     if framework is not Framework.MAXTEXT:
         needles.append(_CHECKPOINT_NEEDLE)
-    return needles + list(_FAILURE_NEEDLES)
+    return needles + list(_OUTCOME_NEEDLES) + list(_FAILURE_NEEDLES)
 
 
 def _rank_key(line: bytes) -> bytes:
@@ -73,6 +91,11 @@ def _rank_key(line: bytes) -> bytes:
         for m in (_SRUN_LABEL.match(head), _TORCHRUN_LABEL.search(head), _NEMORUN_LABEL.match(head))
     ]
     return b"|".join(parts)
+
+
+def _plain(line: bytes) -> bytes:
+    """The line without ANSI colour and cursor codes (only lines that carry ESC pay)."""
+    return _ANSI.sub(b"", line) if b"\x1b" in line else line
 
 
 def _float(raw: bytes) -> float:
@@ -102,19 +125,26 @@ class LogReader:
         self._last_megatron: int | None = None
         self._bridge_filled = True
         self._last_offset: dict[str, int] = {}
+        self.launcher_restarts = 0
 
     def feed(self, hit: Hit) -> None:
         if self._last_offset.get(hit.kind) == hit.offset:
             return  # the same line, found again from the next window
         self._last_offset[hit.kind] = hit.offset
+        line = _plain(hit.line)
         if hit.kind == "failure":
-            self.failures.feed(hit.line)
+            self.failures.feed(line)
+        elif hit.kind == "outcome":
+            self.failures.outcome(line)
+        elif hit.kind == "restart":
+            self.launcher_restarts += 1
+            self.failures.restart()
         elif hit.kind == "checkpoint":
-            self._checkpoint(hit.line)
+            self._checkpoint(line)
         elif hit.kind == "bridge_step_time":
-            self._bridge_step_time(hit.line)
+            self._bridge_step_time(line)
         else:
-            self._step(hit.kind, hit.line)
+            self._step(hit.kind, line)
 
     def _step(self, kind: str, line: bytes) -> None:
         framework = _KIND_FRAMEWORK[kind]
@@ -137,6 +167,7 @@ class LogReader:
         if previous is not None and iteration < previous:
             self._restarts[stream] += 1
             segment.clear()
+            self.failures.restart()
         if iteration in segment or self._owner.get(iteration, stream) != stream:
             self.duplicates += 1
         segment.add(iteration)
@@ -177,10 +208,13 @@ class LogReader:
             rows=rows,
             last_iteration_logged=self.last_iteration_logged,
             failure=self.failures.root_cause(),
-            restarts=max(self._restarts.values(), default=0),
+            # one restart may show twice: the launcher's line, then the counter going back
+            restarts=max(self.launcher_restarts, max(self._restarts.values(), default=0)),
             duplicates=self.duplicates,
             checkpoint_save_s=self.checkpoint_save_s,
             checkpoint_load_s=self.checkpoint_load_s,
+            earlier_failures=list(self.failures.earlier),
+            job_outcome=self.failures.job_outcome,
         )
 
 
@@ -207,13 +241,6 @@ class ParsedLog:
         )
 
 
-def _check_window(window: tuple[int, int]) -> tuple[int, int]:
-    lo, hi = int(window[0]), int(window[1])
-    if lo < 0 or hi < lo:
-        raise ConfigError(f"window {window!r}: need 0 <= first <= last iteration")
-    return lo, hi
-
-
 def read_facts(
     source: str | os.PathLike[str] | bytes,
     framework: Framework | None = None,
@@ -237,20 +264,23 @@ def read_facts(
 
 def parse_log(
     path: str | os.PathLike[str],
-    window: tuple[int, int] = DEFAULT_WINDOW,
+    window: Window | str | tuple[int, int] = DEFAULT_WINDOW,
     expected_steps: int | None = None,
     *,
     framework: Framework | str | None = None,
     nccl: bool = False,
     tail_bytes: int = DEFAULT_TAIL_BYTES,
+    peak_tflops: float | None = None,
 ) -> ParsedLog:
     """Parse one training log. Never raises on content; raises ``ParseError`` when the
-    file cannot be read and ``ConfigError`` for a bad window or framework name.
+    path is not a readable regular file and ``ConfigError`` for a bad window or framework.
 
+    ``window``: ``(first, last)``, ``"35-44"`` or ``"last:10"`` (``llmbench.parsers.window``);
     ``framework`` skips auto-detection (the first step line found decides otherwise);
-    ``nccl`` adds a per-collective summary of NCCL trace lines (a second, slower pass).
+    ``nccl`` adds a per-collective summary of NCCL trace lines (a second, slower pass);
+    ``peak_tflops``: the device's datasheet peak, above which logged TFLOPS are flagged.
     """
-    window = _check_window(window)
+    window = as_window(window)
     try:
         chosen = Framework(framework) if framework is not None else None
     except ValueError:
@@ -259,9 +289,11 @@ def parse_log(
     try:
         facts = read_facts(path, chosen, tail_bytes)
         collectives = summarize_nccl_trace(path) if nccl else []
+    except NotRegularFileError as err:
+        raise ParseError(f"{os.fspath(path)}: not a regular file ({err.kind})") from err
     except OSError as err:
         raise ParseError(f"{os.fspath(path)}: cannot read: {err.strerror or err}") from err
-    summary = summarize(facts, window, expected_steps)
+    summary = summarize(facts, window, expected_steps, peak_tflops)
     if nccl:
         summary.extra["nccl"] = [c.as_dict() for c in collectives]
     return ParsedLog(summary, facts.rows, collectives)

@@ -1,6 +1,7 @@
 """Find the few interesting lines of a huge log without a Python loop over every line.
 
-The file is read in large windows (``mmap`` where possible, else ``read``). The active
+The file is read in large windows (``mmap`` where possible, else ``read``). Only regular
+files are read: a named pipe or a device would block or never end. The active
 needles are located over the whole window in one pass of Hyperscan (a SIMD multi-pattern
 matcher) when it is installed, else with one ``bytes.find`` pass per needle (C speed, but
 a pass each). Only the line around a hit is copied out, capped at ``CONTEXT_BYTES`` on
@@ -30,6 +31,23 @@ WINDOW_BYTES = 16 << 20
 SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Hyperscan releases the GIL, so mapped windows are scanned this many at a time."""
 CONTEXT_BYTES = 8 << 10  # line text kept either side of a needle; a multiple of the page size
+
+
+class NotRegularFileError(OSError):
+    """The path is a named pipe, socket, device or folder, not a log file."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"not a regular file ({kind})")
+        self.kind = kind
+
+
+_FILE_KINDS = {
+    stat.S_IFIFO: "named pipe",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFDIR: "folder",
+}
 
 
 @dataclass(frozen=True)
@@ -68,12 +86,19 @@ class LineScanner:
         self.context_bytes = context_bytes
 
     def scan_file(self, path: str | os.PathLike[str]) -> Iterator[list[Hit]]:
-        with open(path, "rb", buffering=0) as fh:
-            size = _regular_file_size(fh)
+        """Hits of a regular file; ``NotRegularFileError`` for anything else. Opened
+        without blocking, so a named pipe with no writer is refused, not waited on."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise NotRegularFileError(_FILE_KINDS.get(stat.S_IFMT(info.st_mode), "special file"))
+        with open(fd, "rb", buffering=0) as fh:
+            size = info.st_size
             aligned = (self.window_bytes % mmap.ALLOCATIONGRANULARITY == 0) and (
                 self.context_bytes % mmap.ALLOCATIONGRANULARITY == 0
             )
-            if size is None or not aligned:
+            if not aligned:
                 yield from self._scan_stream(fh)
             elif size > 0:
                 yield from self._scan_mapped(fh, size)
@@ -122,7 +147,8 @@ class LineScanner:
             return self._window_hits(view, lo, core_start - lo, core_end - lo, size, needles)
 
     def _scan_stream(self, fh: BinaryIO) -> Iterator[list[Hit]]:
-        """Pipes and other unmappable inputs: same windows, built from ``read``."""
+        """Windows that mmap cannot map (sizes not a multiple of its granularity): the
+        same windows, built from ``read``."""
         context = b""
         pending = b""
         offset = 0  # file offset of context[0]
@@ -133,7 +159,7 @@ class LineScanner:
             core_start = len(context)
             core_end = len(data) if eof else max(core_start, len(data) - self.context_bytes)
             if core_end > core_start:
-                # the file size is unknown on a stream: tail needles stay active throughout
+                # the file size is not used here: tail needles stay active throughout
                 yield self._window_hits(data, offset, core_start, core_end, None)
             if eof:
                 return
@@ -245,8 +271,3 @@ def _hyperscan_positions(
         )
     out.sort(key=lambda item: item[0])
     return out
-
-
-def _regular_file_size(fh: BinaryIO) -> int | None:
-    st = os.fstat(fh.fileno())
-    return st.st_size if stat.S_ISREG(st.st_mode) else None

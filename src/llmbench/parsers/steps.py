@@ -2,7 +2,9 @@
 
 All three formats are ``name: value`` fields separated by ``|`` (NeMo, Megatron) or ``,``
 (MaxText) after an iteration marker; fields may come in any order, numbers in plain or
-scientific notation, and anything may precede the marker (srun, NeMo-Run, timestamps).
+scientific notation, and anything may precede the marker (srun, NeMo-Run, glog, timestamps;
+ANSI colour codes are removed before a line gets here). A NeMo line's key is its
+``global_step`` when it has one: the printed iteration restarts at every epoch.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ _FIELD = re.compile(rb"(?:^|[|,])\s*([A-Za-z_][\w ./()\-]*?)\s*:\s*(" + _NUM + r
 _NEMO_ITERATION = re.compile(rb"\biteration\s+(\d+)\s*/\s*(\d+)")
 _MEGATRON_ITERATION = re.compile(rb"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MAXTEXT_STEP = re.compile(rb"completed step:\s*(\d+)")
+_GLOBAL_STEP = re.compile(rb"(?:^|\|)\s*global_step\s*:\s*(\d+)(?:\.0*)?\s*(?:\||$)")
 _BRIDGE_STEP_TIME = re.compile(
     rb"Step Time\s*:\s*(" + _NUM + rb")\s*s\b(?:.*?GPU utilization\s*:\s*(" + _NUM + rb"))?"
 )
@@ -28,12 +31,14 @@ _MAX_ITERATION = 10**12  # anything above is garbage, not a step counter
 FIELD_COLUMNS: dict[bytes, tuple[str, float]] = {
     b"train_step_timing in s": ("step_time_s", 1.0),
     b"elapsed time per iteration (ms)": ("step_time_s", 1e-3),
+    b"elapsed time per iteration (s)": ("step_time_s", 1.0),
     b"seconds": ("step_time_s", 1.0),
     b"reduced_train_loss": ("loss", 1.0),
     b"lm loss": ("loss", 1.0),
     b"loss": ("loss", 1.0),
     b"tflops_per_gpu": ("tflops_per_gpu", 1.0),
     b"throughput per gpu (tflop/s/gpu)": ("tflops_per_gpu", 1.0),
+    b"compute per gpu (tflop/s/gpu)": ("tflops_per_gpu", 1.0),
     b"tflop/s/device": ("tflops_per_gpu", 1.0),
     b"tokens_per_sec_per_gpu": ("tokens_per_s_per_gpu", 1.0),
     b"tokens/s/device": ("tokens_per_s_per_gpu", 1.0),
@@ -93,19 +98,28 @@ def _fields(line: bytes) -> dict[str, float]:
 
 
 def _iteration(raw: bytes) -> int | None:
+    if len(raw) > len(str(_MAX_ITERATION)):  # also keeps int() off 5,000-digit strings
+        return None
     value = int(raw)
     return value if value <= _MAX_ITERATION else None
 
 
 def parse_nemo_step(line: bytes) -> StepRecord | None:
-    """``Training epoch 0, iteration 49/49 | ... | train_step_timing in s: 12.39 | ...``."""
+    """``Training epoch 0, iteration 49/49 | ... | train_step_timing in s: 12.39 | ...``;
+    keyed by ``global_step`` when logged (``Training epoch 1, iteration 0/19 | ... |
+    global_step: 19``), else by the printed iteration."""
     match = _NEMO_ITERATION.search(line)
     if match is None:
         return None
     iteration = _iteration(match.group(1))
-    values = _fields(line[match.end() :])
+    fields = line[match.end() :]
+    values = _fields(fields)
     if iteration is None or "step_time_s" not in values:
         return None
+    if (step := _GLOBAL_STEP.search(fields)) is not None:
+        iteration = _iteration(step.group(1))
+        if iteration is None:
+            return None
     return StepRecord(iteration, _iteration(match.group(2)) or -1, values)
 
 

@@ -2,7 +2,8 @@
 
 Window statistics use ``llmbench.metrics.mean_std`` (population std, ddof=0), as the
 recipes' parse scripts do. The window is applied to iterations as the framework numbers
-them (see ``ITERATION_BASE`` and docs/log-formats.md).
+them (see ``ITERATION_BASE`` and docs/log-formats.md), at the log's cadence
+(``llmbench.parsers.window``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
+from llmbench.catalog import load_catalog
 from llmbench.metrics import DEFAULT_WINDOW, mean_std
 from llmbench.parsers.vocabulary import ITERATION_BASE, Framework, Reason, Status
+from llmbench.parsers.window import (
+    Selection,
+    Window,
+    cadence_phase,
+    last_at_cadence,
+    log_interval,
+    select,
+)
+
+MAX_STEP_TIME_S = 86_400.0
+"""A step time longer than a day is not a measurement of a training step."""
 
 
 @dataclass
@@ -28,15 +42,17 @@ class LogSummary:
     max_iteration: int = -1
     last_iteration_expected: int = -1
     iteration_base: int = 0  # number of the first step in this framework's log (0 or 1)
+    log_interval: int = 1  # the logging cadence: 10 when every 10th iteration is logged
     step_time_mean_s: float = math.nan
     step_time_std_s: float = math.nan
     step_time_last_s: float = math.nan  # the older documents' method: last step's time
     tflops_per_gpu_mean: float = math.nan
     tflops_per_gpu_std: float = math.nan
-    window: tuple[int, int] = DEFAULT_WINDOW
-    window_iterations: int = 0  # how many of the window's iterations were logged
-    restarts: int = 0  # times the iteration counter went back (later lines win)
+    window: tuple[int, int] = DEFAULT_WINDOW  # the iterations the statistics cover
+    window_iterations: int = 0  # how many logged points the window holds
+    restarts: int = 0  # times the job restarted inside this log (later lines win)
     duplicates: int = 0  # step lines repeating an iteration already logged (other ranks)
+    flags: str = ""  # implausible values parsed as written, e.g. `tflops_above_peak`
     checkpoint_saves: int = 0
     checkpoint_save_s: float = math.nan  # longest `Save duration` logged
     checkpoint_load_s: float = math.nan  # longest `Time spent in load_checkpoint` logged
@@ -58,6 +74,16 @@ class RunFacts:
     duplicates: int = 0
     checkpoint_save_s: list[float] = field(default_factory=list)
     checkpoint_load_s: list[float] = field(default_factory=list)
+    earlier_failures: list[tuple[Reason, str]] = field(default_factory=list)
+    job_outcome: str = ""  # the launcher's last word: SUCCEEDED, FAILED or ""
+
+
+@cache
+def highest_peak_tflops() -> float:
+    """The highest dense peak of any device and dtype in the catalog: a logged TFLOPS
+    above it is above every datasheet llmbench knows."""
+    catalog = load_catalog()
+    return max(v for g in catalog.gpu_types() for v in catalog.gpu(g).peak_tflops.values())
 
 
 def _column(
@@ -72,9 +98,16 @@ def _finite_or_nan(values: list[float]) -> float:
 
 
 def summarize(
-    facts: RunFacts, window: tuple[int, int], expected_steps: int | None = None
+    facts: RunFacts,
+    window: Window | tuple[int, int],
+    expected_steps: int | None = None,
+    peak_tflops: float | None = None,
 ) -> LogSummary:
-    """Window mean/std, last step, and the status rules of docs/log-formats.md."""
+    """Window mean/std, last step, cadence, flags, and the status rules of
+    docs/log-formats.md. ``peak_tflops`` is the device's datasheet peak when known (logged
+    TFLOPS above it are flagged); by default the highest peak in the catalog."""
+    if not isinstance(window, Window):
+        window = Window(*window)
     base = ITERATION_BASE[facts.framework]
     last_expected = facts.last_iteration_logged
     if expected_steps is not None:
@@ -82,7 +115,7 @@ def summarize(
     summary = LogSummary(
         framework=facts.framework.value,
         status=Status.NO_DATA.value,
-        window=window,
+        window=(window.first, window.last) if window.last_points is None else (-1, -1),
         iteration_base=base,
         last_iteration_expected=last_expected,
         restarts=facts.restarts,
@@ -91,6 +124,10 @@ def summarize(
         checkpoint_save_s=_finite_or_nan(facts.checkpoint_save_s),
         checkpoint_load_s=_finite_or_nan(facts.checkpoint_load_s),
     )
+    if facts.earlier_failures:
+        summary.extra["failures_before_restart"] = [
+            f"{reason.value}: {detail}" for reason, detail in facts.earlier_failures
+        ]
     failure, failure_detail = facts.failure
     rows = facts.rows
     if not rows:
@@ -101,38 +138,101 @@ def summarize(
         return summary
 
     iterations = sorted(rows)
-    lo, hi = window
-    in_window = [i for i in iterations if lo <= i <= hi]
+    interval = log_interval(iterations)
+    phase = cadence_phase(iterations, interval)
+    chosen = select(window, iterations, interval, phase, facts.framework is Framework.MAXTEXT)
+    summary.log_interval = interval
+    summary.window = chosen.span
     summary.n_iterations = len(iterations)
     summary.max_iteration = iterations[-1]
-    summary.window_iterations = len(in_window)
+    summary.window_iterations = len(chosen.iterations)
+    window_times = _column(rows, chosen.iterations, "step_time_s")
     summary.step_time_mean_s, summary.step_time_std_s = mean_std(
-        v for v in _column(rows, in_window, "step_time_s") if not math.isnan(v)
+        v for v in window_times if not math.isnan(v)
     )
     summary.step_time_last_s = rows[iterations[-1]].get("step_time_s", math.nan)
     summary.tflops_per_gpu_mean, summary.tflops_per_gpu_std = mean_std(
-        v for v in _column(rows, in_window, "tflops_per_gpu") if not math.isnan(v)
+        v for v in _column(rows, chosen.iterations, "tflops_per_gpu") if not math.isnan(v)
     )
+    _flag_tflops(summary, _column(rows, iterations, "tflops_per_gpu"), peak_tflops)
 
     counted = f"{len(iterations)} iterations, last {iterations[-1]}"
     nan_iterations = _column(rows, iterations, "nan_iterations")
-    window_complete = len(in_window) == hi - lo + 1
+    bad_time = next(
+        (
+            (i, t)
+            for i, t in zip(chosen.iterations, window_times, strict=True)
+            if not 0 < t <= MAX_STEP_TIME_S
+        ),
+        None,
+    )
+    final_reached = last_expected < 0 or summary.max_iteration >= last_at_cadence(
+        last_expected, interval, phase
+    )
+    complete = chosen.complete and not chosen.sparse and final_reached
     if _has_nonfinite(rows, iterations, "loss"):
         _judge(summary, Status.INVALID, Reason.NAN_LOSS, counted)
     elif _has_nonfinite(rows, iterations, "grad_norm") or any(v > 0 for v in nan_iterations):
         _judge(summary, Status.INVALID, Reason.NAN_GRAD_NORM, counted)
-    elif window_complete and (last_expected < 0 or summary.max_iteration >= last_expected):
-        _judge(summary, Status.SUCCESS, Reason.NONE, "")
+    elif bad_time is not None:
+        detail = f"iteration {bad_time[0]}: step time {bad_time[1]!r} s in the window"
+        _judge(summary, Status.INVALID, Reason.BAD_STEP_TIME, detail)
+    elif facts.job_outcome == "FAILED":
+        # the launcher's last word decides, even when every iteration was logged
+        reason = failure if failure is not Reason.NONE else Reason.JOB_FAILED
+        _judge(summary, Status.FAILED, reason, failure_detail)
+        summary.extra["progress"] = counted
+    elif complete:
+        restarted = Reason.RESTARTED if facts.restarts else Reason.NONE
+        _judge(summary, Status.SUCCESS, restarted, _restart_story(facts))
         if failure is not Reason.NONE:
             summary.extra["failure_after_finish"] = failure.value
-    elif failure is not Reason.NONE:
+    elif failure is not Reason.NONE and facts.job_outcome != "SUCCEEDED":
         _judge(summary, Status.FAILED, failure, failure_detail)
         summary.extra["progress"] = counted
-    elif not window_complete:
-        _judge(summary, Status.INCOMPLETE, Reason.WINDOW_INCOMPLETE, counted)
+    elif chosen.sparse:
+        _judge(summary, Status.INCOMPLETE, Reason.WINDOW_TOO_SPARSE, _sparse_story(chosen))
+    elif not chosen.complete:
+        detail = f"{counted}; {chosen.present} of {chosen.expected} window points logged"
+        _judge(summary, Status.INCOMPLETE, Reason.WINDOW_INCOMPLETE, detail)
     else:
         _judge(summary, Status.INCOMPLETE, Reason.FINAL_ITERATION_MISSING, counted)
+    if summary.status != Status.SUCCESS.value and facts.restarts:
+        summary.detail += f"; {_restart_story(facts)}"
     return summary
+
+
+def _flag_tflops(summary: LogSummary, tflops: list[float], peak: float | None) -> None:
+    """Logged TFLOPS above the datasheet peak are kept as written and flagged."""
+    finite = [v for v in tflops if math.isfinite(v)]
+    if not finite:
+        return
+    ceiling = highest_peak_tflops() if peak is None else float(peak)
+    above = [v for v in finite if v > ceiling]
+    if above:
+        summary.flags = "tflops_above_peak"
+        summary.extra["tflops_above_peak"] = {
+            "steps": len(above),
+            "max_logged": max(above),
+            "peak_tflops": ceiling,
+        }
+
+
+def _restart_story(facts: RunFacts) -> str:
+    if not facts.restarts:
+        return ""
+    story = f"{facts.restarts} restart{'s' if facts.restarts > 1 else ''}"
+    if facts.earlier_failures:
+        story += " after " + ", ".join(reason.value for reason, _ in facts.earlier_failures)
+    return story
+
+
+def _sparse_story(chosen: Selection) -> str:
+    first, last = chosen.span
+    return (
+        f"the log interval leaves {chosen.expected} logged point(s) in {first}-{last}; "
+        "pick a wider window or last:N"
+    )
 
 
 def _has_nonfinite(

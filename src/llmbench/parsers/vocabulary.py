@@ -28,9 +28,9 @@ ITERATION_BASE: dict[Framework, int] = {
 class Status(str, Enum):
     SUCCESS = "success"  # whole window present and the final iteration reached
     INCOMPLETE = "incomplete"  # ran without a failure marker but stopped short
-    INVALID = "invalid"  # NaN/inf loss or grad norm: the numbers mean nothing
+    INVALID = "invalid"  # NaN/inf loss or grad norm, or impossible step times
     FAILED = "failed"  # a failure marker was read; `reason` says which
-    NO_DATA = "no_data"  # no step line and no failure marker
+    NO_DATA = "no_data"  # no step line and no failure marker, or an unreadable file
     # Outcomes of a run that llmbench (or the scheduler) ended, never of a log alone:
     TIMEOUT = "timeout"  # the run's time limit ended it before it finished
     HANG = "hang"  # its log stopped growing for longer than the watchdog allows
@@ -38,24 +38,31 @@ class Status(str, Enum):
 
 class Reason(str, Enum):
     NONE = ""
+    # success
+    RESTARTED = "restarted"  # completed after the job restarted; `restarts` says how often
     # failed, most specific root cause first (this order breaks ties, see failures.py)
     NODE_FAILURE = "node_failure"
     CUDA_OOM = "cuda_oom"
     HOST_OOM = "host_oom"
     CONTAINER_ERROR = "container_error"
     NCCL_TIMEOUT = "nccl_timeout"
+    STRAGGLER = "straggler"  # straggler detection stopped the job
     PYTHON_EXCEPTION = "python_exception"
     TIME_LIMIT = "time_limit"
     CANCELLED = "cancelled"
     NONZERO_EXIT = "nonzero_exit"
+    JOB_FAILED = "job_failed"  # the launcher's last word was FAILED, no other marker
     # invalid
     NAN_LOSS = "nan_loss"
     NAN_GRAD_NORM = "nan_grad_norm"
+    BAD_STEP_TIME = "bad_step_time"  # a window step time is NaN, inf, <= 0 or above a day
     # incomplete
     WINDOW_INCOMPLETE = "window_incomplete"
+    WINDOW_TOO_SPARSE = "window_too_sparse"  # the log interval leaves < 2 points in it
     FINAL_ITERATION_MISSING = "final_iteration_missing"
     # no_data
     NO_STEP_LINES = "no_step_lines"
+    UNREADABLE = "unreadable"  # not a regular file, or it cannot be read
     # hang
     NO_PROGRESS = "no_progress"
     # success: the log is complete, but the process did not exit and was ended
@@ -68,11 +75,13 @@ FAILURE_PRIORITY: tuple[Reason, ...] = (
     Reason.HOST_OOM,
     Reason.CONTAINER_ERROR,
     Reason.NCCL_TIMEOUT,
+    Reason.STRAGGLER,
     Reason.PYTHON_EXCEPTION,
     Reason.TIME_LIMIT,
     Reason.CANCELLED,
     Reason.NONZERO_EXIT,
+    Reason.JOB_FAILED,
 )
 """When a log holds several failure markers, the first in this order is the root cause:
-a dead node makes its peers time out in NCCL, an OOM raises a Python exception, a hang
-ends at the time limit."""
+a dead node makes its peers time out in NCCL, an OOM or a straggler abort raises a Python
+exception, a hang ends at the time limit, and every failure ends the job as FAILED."""
