@@ -10,14 +10,17 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/common_history.smk"
 include: "workflow/rules/setup.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
+include: "workflow/rules/history.smk"
 
 
 rule all:
     default_target: True
     input:
         get_final_outputs(),
+        get_history_outputs(),

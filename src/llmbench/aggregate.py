@@ -22,16 +22,20 @@ first two for a handful of runs.
 - reference (``llmbench.reference.compare``): reference_step_time_s, reference_source,
   deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
   (within | faster | slower | no_reference; null when the run has no step time)
-- provenance: started_at, finished_at (UTC), duration_s, host, git_sha, llmbench_version,
-  python_version, torch_version, transformers_version, slurm_job_id, log_path
+- provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
+  tables), started_at, finished_at (UTC), duration_s, host, nodelist, image, git_sha,
+  llmbench_version, python_version, torch_version, transformers_version, slurm_job_id,
+  log_path
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,10 +105,13 @@ RUN_DTYPES: dict[str, str] = {
     "reference_source": "string",
     "deviation_pct": "float64",
     "verdict": "string",
+    "sweep_id": "string",
     "started_at": "datetime64[ms, UTC]",
     "finished_at": "datetime64[ms, UTC]",
     "duration_s": "float64",
     "host": "string",
+    "nodelist": "string",
+    "image": "string",
     "git_sha": "string",
     "llmbench_version": "string",
     "python_version": "string",
@@ -179,8 +186,8 @@ SPEC_COLUMNS = (
     "seq_len", "micro_batch_size", "global_batch_size",
     "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
     "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
-    "finished_at", "host", "git_sha", "llmbench_version", "python_version", "torch_version",
-    "transformers_version", "slurm_job_id", "log_path",
+    "finished_at", "host", "nodelist", "image", "git_sha", "llmbench_version", "python_version",
+    "torch_version", "transformers_version", "slurm_job_id", "log_path",
 )  # fmt: skip
 SUMMARY_COLUMNS = (
     "status", "reason", "step_time_mean_s", "step_time_std_s", "step_time_last_s",
@@ -194,10 +201,11 @@ def spec_row(
     record: Mapping[str, Any],
     peak: Peak | None,
     history: tuple[int, str] | None = None,
+    nodelist: str | None = None,
 ) -> dict[str, Any]:
     """The per-run facts known before parsing: keys, configuration, peak, provenance;
     ``history`` is (attempts so far, earlier attempts' outcomes) from
-    ``llmbench.attempts.attempt_history``."""
+    ``llmbench.attempts.attempt_history``; ``nodelist`` the attempt's Slurm nodes."""
     attempts, earlier = history or (record["attempt"], "")
     spec, prov = record["spec"], record.get("provenance", {})
     par = spec.get("parallelism", {})
@@ -225,10 +233,22 @@ def spec_row(
         "peak_source": peak.source if peak else "",
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
-        **{k: prov.get(k) for k in ("host", "git_sha", "llmbench_version", "python_version",
+        "host": prov.get("host"),
+        "nodelist": nodelist,
+        "image": spec.get("image"),
+        **{k: prov.get(k) for k in ("git_sha", "llmbench_version", "python_version",
                                     "torch_version", "transformers_version", "slurm_job_id")},
         "log_path": f"{record['run_id']}/{record['log']}",
     }  # fmt: skip
+
+
+def attempt_nodelist(run_dir: str | Path, record: Mapping[str, Any]) -> str | None:
+    """The Slurm nodes of the reported attempt (its ``job.json``); None when run locally."""
+    try:
+        with open(Path(run_dir) / record.get("attempt_dir", "") / "job.json") as fh:
+            return json.load(fh).get("nodelist") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _outcomes(specs: pd.DataFrame, summaries: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

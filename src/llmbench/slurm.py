@@ -107,6 +107,15 @@ def job_nodelist(job_id: str | None) -> str | None:
     return lines[0] if lines else None
 
 
+def cluster_name() -> str | None:
+    """Slurm's ``ClusterName`` (``scontrol show config``); None where Slurm is absent."""
+    for line in _lines(["scontrol", "show", "config"]) or []:
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "ClusterName" and value.strip():
+            return value.strip()
+    return None
+
+
 def step_task_pids(job_id: str) -> list[int]:
     """PIDs of the job's step tasks on this node (``scontrol listpids``): srun starts the
     ranks under slurmstepd, outside the process tree of the srun that asked for them.

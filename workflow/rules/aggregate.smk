@@ -6,6 +6,7 @@ rule aggregate:
         # train job): listing them too would triple the DAG's edges for nothing.
         records=run_files("run.json"),
     output:
+        sweep="results/tables/sweep.json",
         runs="results/tables/runs.parquet",
         runs_csv="results/tables/runs.csv",
         steps="results/tables/steps.parquet",
@@ -54,5 +55,8 @@ rule aggregate:
     params:
         train_tokens=CONFIG["total_tokens"],
         tolerance=get_reference_tolerance(),
+        config_sha256=CONFIG_SHA256,
+        cluster=HISTORY["cluster"],
+        stage=STAGE,
     script:
         "../scripts/aggregate.py"

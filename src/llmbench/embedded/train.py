@@ -33,12 +33,14 @@ WARMUP_STEPS = 5
 FAULT_ENV = "LLMBENCH_FAULT"
 """Fault injection for tests of failure handling:
 ``<kind>@<iteration>[:<run-id glob>[:<attempt>]]`` with kind ``oom`` (raises the error a
-CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN) or ``hang`` (sleeps until
-killed); with ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails. An
-iteration equal to the number of steps strikes after the last step (a run that finished
-but does not exit)."""
-FAULT_KINDS = ("oom", "exception", "nan", "hang")
+CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN), ``hang`` (sleeps until
+killed) or ``slow`` (every step from that iteration on takes ``SLOW_STEP_S`` longer); with
+``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails. A ``hang`` at an
+iteration equal to the number of steps strikes after the last step (a run that finished but
+does not exit)."""
+FAULT_KINDS = ("oom", "exception", "nan", "hang", "slow")
 HANG_LIMIT_S = 600
+SLOW_STEP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,15 @@ def fault_for(run_id: str, value: str | None, attempt: int | None = None) -> Fau
 
 
 def inject(fault: Fault | None, iteration: int) -> bool:
-    """Raise or hang at the fault's iteration; True when the loss should become NaN."""
-    if fault is None or iteration != fault.iteration:
+    """Raise or hang at the fault's iteration, or slow every step from it on; True when
+    the loss should become NaN."""
+    if fault is None:
+        return False
+    if fault.kind == "slow":  # inside the timed step: a degraded node, not a failure
+        if iteration >= fault.iteration:
+            time.sleep(SLOW_STEP_S)
+        return False
+    if iteration != fault.iteration:
         return False
     if fault.kind == "oom":
         import torch
@@ -176,11 +185,11 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
         spec.run_id, os.environ.get(FAULT_ENV), int(attempt) if attempt.isdigit() else None
     )
     for step in range(spec.steps):
+        start = time.perf_counter()
         make_nan = inject(fault, step)
         lr = learning_rate(step, spec.steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros(())
         for micro in range(ga):

@@ -1,0 +1,30 @@
+"""Where the history is: ``--history``, else ``history.path`` of the config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llmbench.config import load_config
+from llmbench.errors import ConfigError
+from llmbench.history.store import History, open_history
+
+
+def history_from(option: str | None, config_path: str | Path) -> History | None:
+    """The ``--history`` value, else the config's ``history.path`` (None when neither)."""
+    if option:
+        return open_history(option)
+    config_path = Path(config_path)
+    if config_path.is_file():
+        location = load_config(config_path)["history"]["path"]
+        if location:
+            return open_history(location)
+    return None
+
+
+def require_history(option: str | None, config_path: str | Path) -> History:
+    history = history_from(option, config_path)
+    if history is None:
+        raise ConfigError(
+            f"no history given; allowed: --history PATH or URL, or history.path in {config_path}"
+        )
+    return history
