@@ -44,6 +44,7 @@ import pandas as pd
 from llmbench import flops as flops_mod
 from llmbench import metrics
 from llmbench.outcome import run_outcome
+from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
 KEY_COLUMNS = (
     "run_id",
@@ -101,6 +102,7 @@ RUN_DTYPES: dict[str, str] = {
     "peak_tflops_per_gpu": "float64",
     "peak_source": "string",
     "mfu": "float64",
+    **ENERGY_DTYPES,
     "reference_step_time_s": "float64",
     "reference_source": "string",
     "deviation_pct": "float64",
@@ -149,6 +151,8 @@ class Peak:
 def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Peak | None:
     """Peak FLOP/s per device: measured once per machine for the CPU (the calibration
     rule's output), from the catalog's datasheet table for GPUs."""
+    if spec["gpu_type"] == "local-cuda":  # which GPU is known on the node only
+        return None
     if spec["gpu_type"] == "cpu":
         if cpu_peak is None:
             return None
@@ -280,7 +284,10 @@ def _outcomes(specs: pd.DataFrame, summaries: pd.DataFrame) -> tuple[np.ndarray,
 
 
 def runs_table_from_frames(
-    specs: pd.DataFrame, summaries: pd.DataFrame, train_tokens: float
+    specs: pd.DataFrame,
+    summaries: pd.DataFrame,
+    train_tokens: float,
+    energy: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The runs table from one row per run of ``spec_row`` facts (``specs``) and of log
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
@@ -289,7 +296,9 @@ def runs_table_from_frames(
     tokens_per_s = seq_len * GBS / step_time_mean_s; days_to_train = train_tokens /
     tokens_per_s / 86400; achieved_tflops_per_gpu = GBS * model FLOPs / step time / gpus
     / 1e12; mfu = achieved / peak. Null where the step time is not a positive number, and
-    mfu null where the peak is unknown (``llmbench.metrics``, docs/tables.md)."""
+    mfu null where the peak is unknown (``llmbench.metrics``, docs/tables.md). ``energy``:
+    one ``llmbench.telemetry.energy.WindowEnergy`` row per run (same order), else NaN
+    with the reason that no telemetry was read."""
     if len(specs) != len(summaries):
         raise ValueError(f"{len(specs)} spec rows but {len(summaries)} summary rows")
     summ = summaries.reset_index(drop=True)
@@ -314,6 +323,12 @@ def runs_table_from_frames(
     achieved = out["global_batch_size"] * out["model_flops_per_sample"] / step_ok / out["gpus"]
     out["achieved_tflops_per_gpu"] = achieved / 1e12
     out["mfu"] = achieved / (out["peak_tflops_per_gpu"] * 1e12)
+    if energy is None:
+        energy = pd.DataFrame(
+            [WindowEnergy(energy_reason="telemetry not read").as_dict()] * len(out)
+        )
+    for col in ENERGY_DTYPES:
+        out[col] = energy[col].to_numpy() if col in energy.columns else None
     out["started_at"] = pd.to_datetime(out["started_at"], utc=True, format="ISO8601")
     out["finished_at"] = pd.to_datetime(out["finished_at"], utc=True, format="ISO8601")
     out["duration_s"] = (out["finished_at"] - out["started_at"]).dt.total_seconds()

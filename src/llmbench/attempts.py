@@ -28,6 +28,7 @@ from llmbench.records import parse_attempt_log
 from llmbench.runner import JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt, write_json_atomic
 from llmbench.runspec import RunSpec
 from llmbench.slurm import SLURM_FAILURE_STATES, job_state
+from llmbench.telemetry.run import TelemetrySettings
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
@@ -120,6 +121,7 @@ def run_or_salvage(
     infra_retries: int,
     source_dir: Path | None = None,
     env: dict[str, str] | None = None,
+    telemetry: TelemetrySettings | None = None,
 ) -> dict[str, Any]:
     """The train rule's body. ``job_attempt`` is Snakemake's try counter for this job in
     this invocation (the rule has ``infra_retries + 1`` retries). A retry runs training
@@ -138,12 +140,12 @@ def run_or_salvage(
             record = salvage_record(run_dir, spec.to_dict(), state, reason, retried=retry)
             if record is not None and not retry:
                 return record  # the killed attempt is the run's result this time
-    record = run_attempt(spec, run_dir, source_dir, env=env)
+    record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)
     for _ in range(infra_retries):
         if attempt_outcome(run_dir, record)[0] != Status.HANG.value:
             break
         mark_retried(run_dir, record)
-        record = run_attempt(spec, run_dir, source_dir, env=env)
+        record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)
     return record
 
 

@@ -157,7 +157,7 @@ def _resolve_tiny(
 ) -> RunSpec:
     _check_choice(where, "sizes", size, tuple(tiny.SIZES))
     _check_choice(where, "dtypes", dtype, tiny.DTYPES)
-    _check_choice(where, "gpu_type", sweep["gpu_type"], (tiny.GPU_TYPE,))
+    _check_choice(where, "gpu_type", sweep["gpu_type"], tiny.GPU_TYPES)
     _check_choice(where, "variants", variant, ("perf",))
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
     shape = tiny.SIZES[size]
@@ -173,7 +173,7 @@ def _resolve_tiny(
         framework=tiny.FRAMEWORK,
         size=size,
         dtype=dtype,
-        gpu_type=tiny.GPU_TYPE,
+        gpu_type=sweep["gpu_type"],
         gpus=gpus,
         nodes=gpus // per_node,
         gpus_per_node=per_node,

@@ -22,6 +22,7 @@ from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
 from llmbench.slurm import job_nodelist, step_task_pids
 from llmbench.supervise import supervise
+from llmbench.telemetry.run import TelemetrySettings, runner_samples, sampling
 
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
@@ -77,10 +78,12 @@ def run_attempt(
     run_dir: Path,
     source_dir: Path | None = None,
     env: dict[str, str] | None = None,
+    telemetry: TelemetrySettings | None = None,
 ) -> dict[str, Any]:
     """Render, run and record one attempt; returns the record also written to the
     attempt folder. A failing training run is a result, not an exception. ``env`` adds
-    launch settings (stage path, master address) to the environment of ``launch.sh``."""
+    launch settings (stage path, master address) to the environment of ``launch.sh``;
+    ``telemetry`` samples this node beside the run (``llmbench.telemetry.run``)."""
     number, attempt_dir = new_attempt_dir(run_dir)
     # Written first, so an attempt killed from outside can still be traced to its job.
     job_id = os.environ.get("SLURM_JOB_ID")
@@ -99,15 +102,24 @@ def run_attempt(
         LLMBENCH_ATTEMPT=str(number),
         PYTHONUNBUFFERED="1",
     )
+    if telemetry is not None and telemetry.enabled:
+        # The trainer writes its step clock; a launch script's own samplers read the rest.
+        launch_env.update(
+            LLMBENCH_TELEMETRY="1",
+            LLMBENCH_TELEMETRY_PERIOD_MS=str(telemetry.period_ms),
+            LLMBENCH_TELEMETRY_ROOT=telemetry.root,
+        )
     started = _now()
-    outcome = supervise(
-        ["bash", str(launch)],
-        attempt_dir / LOG_FILE,
-        spec.limits,
-        env=launch_env,
-        has_started=_has_steps,
-        outside_pids=_step_tasks(job_id) if spec.launcher == "srun" else None,
-    )
+    own_sampler = telemetry if runner_samples(spec.to_dict()) else None
+    with sampling(attempt_dir, own_sampler, gpu=spec.gpu_type != "cpu"):
+        outcome = supervise(
+            ["bash", str(launch)],
+            attempt_dir / LOG_FILE,
+            spec.limits,
+            env=launch_env,
+            has_started=_has_steps,
+            outside_pids=_step_tasks(job_id) if spec.launcher == "srun" else None,
+        )
     record = {
         "run_id": spec.run_id,
         "attempt": number,

@@ -13,7 +13,7 @@ KEY_FIELDS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "varia
 
 _NAME = r"[a-z0-9][a-z0-9.-]*"
 RUN_ID_PATTERN = (
-    rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9]+x[0-9]+(?:-strong)?"
+    rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?"
     r"_(?:perf|profile|nccltrace|ckpt-save|ckpt-load)"
 )
 """The shape of every ``run_id``: a short regex for Snakemake's wildcard constraint (a list

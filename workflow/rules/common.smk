@@ -88,6 +88,7 @@ def _train_params(run):
             Path("results/runs") / run, CONFIG["failures"]["keep_failed"]
         ),
         "env": _launch_env(RUNS[run]),
+        "telemetry": CONFIG["telemetry"],
     }
 
 

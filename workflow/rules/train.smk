@@ -7,6 +7,9 @@ rule train:
         # the DAG of a 10,000-run sweep small (benchmarks/dry_run.py).
         summary="results/runs/{run}/summary.json",
         steps="results/runs/{run}/steps.parquet",
+        # samples and window energy of the reported attempt (llmbench.telemetry)
+        telemetry="results/runs/{run}/telemetry.parquet",
+        energy="results/runs/{run}/energy.json",
     log:
         "results/logs/train/{run}.log",
     # one more than the infra retries: the last try records a killed attempt as a result

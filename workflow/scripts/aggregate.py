@@ -24,6 +24,7 @@ from llmbench.report_tables import (
 from llmbench.runner import write_json_atomic
 from llmbench.scaling_tables import scaling_html, scaling_markdown
 from llmbench.tables_io import write_csv_atomic, write_parquet_atomic, write_text_atomic
+from llmbench.telemetry.run import read_energy
 
 sys.stderr = open(snakemake.log[0], "w")
 inputs = snakemake.input
@@ -48,10 +49,11 @@ specs = pd.DataFrame(
 ).assign(sweep_id=sweep["sweep_id"])
 run_dirs = [Path(path).parent for path in inputs.records]
 summaries = pd.DataFrame([read_record(run_dir / "summary.json") for run_dir in run_dirs])
+energy = pd.DataFrame([read_energy(run_dir) for run_dir in run_dirs])
 references = references_for(inputs.reference if "reference" in named else None)
 tolerance = snakemake.params.tolerance
 runs = compare(
-    runs_table_from_frames(specs, summaries, snakemake.params.train_tokens),
+    runs_table_from_frames(specs, summaries, snakemake.params.train_tokens, energy),
     references,
     tolerance,
 )

@@ -55,8 +55,11 @@ class TeardownError(RuntimeError):
 
 
 @contextmanager
-def process_group(rank: int, world_size: int, store: Any = None) -> Iterator[GroupHolders]:
-    """Open a gloo group for ``world_size`` ranks (no group for one rank) and tear it down
+def process_group(
+    rank: int, world_size: int, store: Any = None, backend: str = "gloo"
+) -> Iterator[GroupHolders]:
+    """Open a ``backend`` group (gloo on CPUs, nccl on GPUs) for ``world_size`` ranks (no
+    group for one rank) and tear it down
     in the safe order above when the block ends normally. ``store`` is a
     ``torch.distributed.Store`` to meet in; None: the environment's (torchrun, srun).
 
@@ -72,7 +75,7 @@ def process_group(rank: int, world_size: int, store: Any = None) -> Iterator[Gro
     import torch.distributed as dist  # heavy optional dependency (the embedded extra)
 
     dist.init_process_group(
-        "gloo",
+        backend,
         rank=rank,
         world_size=world_size,
         store=store,

@@ -18,11 +18,13 @@ import resource
 import sys
 import time
 import traceback
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
 from llmbench.embedded.process_group import GroupHolders, process_group
+from llmbench.embedded.workload import CUDA_GPU_TYPE
 from llmbench.runspec import RunSpec
 from llmbench.stack_dumps import register_stack_dump
 
@@ -40,6 +42,8 @@ iteration equal to the number of steps strikes after the last step (a run that f
 does not exit)."""
 FAULT_KINDS = ("oom", "exception", "nan", "hang", "slow")
 HANG_LIMIT_S = 600
+TELEMETRY_ENV = "LLMBENCH_TELEMETRY"
+STEP_CLOCK_FILE = "step_clock.csv"
 SLOW_STEP_S = 0.1
 
 
@@ -137,7 +141,10 @@ def train(spec: RunSpec, info: RankInfo) -> None:
     import torch
 
     torch.set_num_threads(spec.threads_per_rank)
-    with process_group(info.rank, info.world_size) as holders:
+    cuda = spec.gpu_type == CUDA_GPU_TYPE
+    if cuda:  # one process per local GPU
+        torch.cuda.set_device(info.local_rank)
+    with process_group(info.rank, info.world_size, backend="nccl" if cuda else "gloo") as holders:
         _train_steps(spec, info, holders)
 
 
@@ -145,12 +152,16 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
     # The model, optimizer and DDP reducer are locals here, so they are released when this
     # function returns, before the process group is destroyed.
     import torch
-    import torch.distributed as dist
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     distributed = info.world_size > 1
+    device = (
+        torch.device("cuda", info.local_rank)
+        if spec.gpu_type == CUDA_GPU_TYPE
+        else torch.device("cpu")
+    )
     shape = spec.model
     torch.manual_seed(1234)  # identical initial weights on every rank, as DDP expects
     model = LlamaForCausalLM(
@@ -164,19 +175,19 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
             max_position_embeddings=spec.seq_len,
             tie_word_embeddings=False,
         )
-    )
+    ).to(device)
     if distributed:
-        model = holders.hold(torch.nn.parallel.DistributedDataParallel(model))
+        ids = [device.index] if device.type == "cuda" else None
+        model = holders.hold(torch.nn.parallel.DistributedDataParallel(model, device_ids=ids))
     optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.01)
     pool = torch.randint(
         0,
         shape["vocab"],
         (DATA_POOL_SEQUENCES, spec.seq_len),
         generator=torch.Generator().manual_seed(0),
-    )
-    mbs, ga = spec.micro_batch_size, spec.parallelism["ga"]
+    ).to(device)
     autocast = (
-        torch.autocast("cpu", dtype=torch.bfloat16)
+        torch.autocast(device.type, dtype=torch.bfloat16)
         if spec.dtype == "bf16"
         else contextlib.nullcontext()
     )
@@ -184,17 +195,49 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
     fault = fault_for(
         spec.run_id, os.environ.get(FAULT_ENV), int(attempt) if attempt.isdigit() else None
     )
+    with step_clock(info.rank) as clock:
+        _steps(spec, info, model, optimizer, pool, autocast, fault, clock)
+    inject(fault, spec.steps)
+
+
+def step_clock(rank: int) -> typing.TextIO | contextlib.nullcontext[None]:
+    """``step_clock.csv`` in the attempt folder (rank 0, with telemetry): when each step
+    started and ended, in Unix seconds, to align telemetry samples with the window."""
+    if rank != 0 or not os.environ.get(TELEMETRY_ENV):
+        return contextlib.nullcontext()
+    clock = open(STEP_CLOCK_FILE, "w")  # noqa: SIM115 - closed by the caller's with
+    clock.write("iteration,start_unix_s,end_unix_s\n")
+    return clock
+
+
+def _steps(
+    spec: RunSpec,
+    info: RankInfo,
+    model: typing.Any,
+    optimizer: typing.Any,
+    pool: typing.Any,
+    autocast: typing.Any,
+    fault: Fault | None,
+    clock: typing.TextIO | None,
+) -> None:
+    import torch
+    import torch.distributed as dist
+
+    distributed = info.world_size > 1
+    mbs, ga = spec.micro_batch_size, spec.parallelism["ga"]
+    device = pool.device
     for step in range(spec.steps):
+        wall_start = time.time()
         start = time.perf_counter()
         make_nan = inject(fault, step)
         lr = learning_rate(step, spec.steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
-        loss_sum = torch.zeros(())
+        loss_sum = torch.zeros((), device=device)
         for micro in range(ga):
             first = ((step * ga + micro) * info.world_size + info.rank) * mbs
-            batch = pool[torch.arange(first, first + mbs) % DATA_POOL_SEQUENCES]
+            batch = pool[torch.arange(first, first + mbs, device=device) % DATA_POOL_SEQUENCES]
             sync = micro == ga - 1 or not distributed
             with contextlib.nullcontext() if sync else model.no_sync(), autocast:
                 loss = model(input_ids=batch, labels=batch).loss / ga
@@ -206,9 +249,18 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
         if distributed:
             dist.all_reduce(loss_sum)
             loss_sum /= info.world_size
+        if device.type == "cuda":  # the step ends when the GPU is done with it
+            torch.cuda.synchronize(device)
         step_time_s = time.perf_counter() - start
+        if clock is not None:
+            clock.write(f"{step},{wall_start:.6f},{wall_start + step_time_s:.6f}\n")
+            clock.flush()
         if info.rank == 0:
-            peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            peak_mem = (
+                torch.cuda.max_memory_allocated(device)
+                if device.type == "cuda"
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            )
             print(
                 nemo_step_line(
                     step,
@@ -221,7 +273,6 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
                 ),
                 flush=True,
             )
-    inject(fault, spec.steps)
 
 
 def exit_now(code: int) -> NoReturn:

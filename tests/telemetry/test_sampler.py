@@ -1,0 +1,68 @@
+"""The sampler as a process: samples from a real folder tree, stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from llmbench.telemetry.run import TelemetrySettings, sampler_command
+from llmbench.telemetry.samples import read_samples
+from tests.telemetry.conftest import node_tree
+
+
+def run_sampler(root: Path, out: Path, seconds: float, feed=None) -> None:
+    settings = TelemetrySettings(period_ms=50, root=str(root))
+    command = [
+        *sampler_command(settings, str(out), gpu=False, python=sys.executable),
+        "--node",
+        "nodeA",
+    ]
+    proc = subprocess.Popen(command)
+    stop = threading.Event()
+    thread = threading.Thread(target=feed, args=(stop,)) if feed else None
+    if thread:
+        thread.start()
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    stop.set()
+    if thread:
+        thread.join()
+
+
+def test_sampler_reads_rapl_and_proc_stat(tmp_path: Path) -> None:
+    root = node_tree(tmp_path / "root")
+    counter = root / "sys/class/powercap/intel-rapl:0/energy_uj"
+
+    def kernel(stop: threading.Event) -> None:  # the counter grows as the kernel's does
+        uj = 1_000_000
+        while not stop.wait(0.02):
+            uj += 1_000_000
+            counter.write_text(f"{uj}\n")
+
+    out = tmp_path / "telemetry-nodeA.csv"
+    run_sampler(root, out, 1.5, kernel)
+    samples = read_samples([out])
+    energy = samples[samples.metric == "energy_j"]
+    assert len(energy) >= 5 and set(energy.device) == {"package-0"}  # no sub-zone
+    assert energy.value.is_monotonic_increasing and energy.value.iloc[-1] > energy.value.iloc[0]
+    assert set(samples.node) == {"nodeA"}
+    status = json.loads(out.with_suffix(".json").read_text())
+    assert status["sources"] == {"proc_stat": "ok", "rapl": "ok"}
+
+
+def test_sampler_without_rapl_says_why(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc/stat").write_text(Path("/proc/stat").read_text())
+    out = tmp_path / "telemetry-nodeA.csv"
+    run_sampler(root, out, 0.5)
+    status = json.loads(out.with_suffix(".json").read_text())
+    assert status["sources"]["proc_stat"] == "ok"
+    assert status["sources"]["rapl"].startswith("no RAPL:")
+    assert "energy_j" not in set(read_samples([out]).metric)
