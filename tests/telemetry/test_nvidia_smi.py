@@ -7,12 +7,18 @@ from datetime import datetime
 
 from llmbench.telemetry.nvidia_smi import parse_query_csv, query_command, value_number
 
-OUTPUT = """\
-timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], temperature.gpu, utilization.gpu [%]
+HEADER = (
+    "timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], "
+    "temperature.gpu, utilization.gpu [%]\n"
+)
+OUTPUT = (
+    HEADER
+    + """\
 2026/11/23 08:00:00.100, 0, 71.23 W, 1980 MHz, 2619 MHz, 35, 98 %
 2026/11/23 08:00:00.102, 1, [N/A], 1410 MHz, 2619 MHz, 36, [Not Supported]
 2026/11/23 08:00:00.350, 0, 700.50 W, 1
 """
+)
 
 
 def test_query_command_asks_for_the_fields_and_period() -> None:

@@ -163,9 +163,11 @@ def get_try_number(wildcards, attempt):
 
 
 @functools.cache
-def train_resources(run, attempt):
+def train_resources(run, attempt, preflight_exclude=""):
     # Once per job try, not once per resource: a retry's node check queries Slurm.
     extras = dict(CONFIG["slurm"])
+    if preflight_exclude:  # nodes the preflight gate rejected
+        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), preflight_exclude]))
     if attempt > 1:  # a retry avoids the nodes an infrastructure failure hit
         avoid = nodes_to_avoid(Path("results/runs") / run)
         if avoid:
@@ -182,7 +184,7 @@ def get_train_resources(name):
         return values.pop()
 
     def resource(wildcards, attempt):
-        return train_resources(wildcards.run, attempt)[name]
+        return train_resources(wildcards.run, attempt, preflight_excluded())[name]
 
     return resource
 

@@ -1,6 +1,7 @@
 rule train:
     input:
         unpack(get_setup_inputs),
+        unpack(get_preflight_input),
     output:
         record="results/runs/{run}/run.json",
         # The log is parsed where it was written, in the same job: one job per run keeps

@@ -3,8 +3,8 @@
 Format (``nvidia-smi --help-query-gpu``; NVIDIA's knowledge-base article "Useful
 nvidia-smi queries", answer 3751, shows the same shape)::
 
-    timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], temperature.gpu, utilization.gpu [%]
-    2019/08/23 14:54:47.307, 0, 208.36 W, 1545 MHz, 6800 MHz, 45, 98 %
+    timestamp, index, power.draw [W], clocks.current.sm [MHz], temperature.gpu, utilization.gpu [%]
+    2019/08/23 14:54:47.307, 0, 208.36 W, 1545 MHz, 45, 98 %
 
 - the header names each field by its full name (``clocks.sm`` is printed as
   ``clocks.current.sm``), followed by its unit in brackets; fields without unit

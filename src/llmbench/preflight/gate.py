@@ -1,0 +1,100 @@
+"""The gate: from every node's preflight result, the nodes table and who is excluded.
+
+A node is excluded when a check failed (GPU health, DCGM, an all-reduce that did not
+finish or had wrong results) or its all-reduce bus bandwidth at the largest message is
+below ``min_fraction`` of the expected figure: the GPU type's (``expected.yaml``), or,
+for CPU nodes that have none, the best node's of the set. The sweep stops, with one line,
+when fewer nodes pass than its largest run needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from llmbench.errors import ConfigError
+from llmbench.preflight.gpu import expected_bandwidth
+from llmbench.preflight.settings import PreflightSettings
+
+NODE_DTYPES = {
+    "node": "string",
+    "gpu_type": "string",
+    "status": "string",  # ok | excluded
+    "reason": "string",
+    "ranks": "int64",
+    "max_message_bytes": "int64",
+    "busbw_gbps": "float64",
+    "expected_busbw_gbps": "float64",
+    "expected_source": "string",
+    "threshold_gbps": "float64",
+    "checks": "string",
+    "measured_at": "string",
+}
+"""``results/tables/nodes.parquet`` (docs/preflight.md)."""
+
+
+def expected_for(gpu_type: str, results: Iterable[Mapping[str, Any]]) -> tuple[float, str]:
+    """(expected bus bandwidth GB/s, its source) for the node set."""
+    known = expected_bandwidth().get(gpu_type)
+    if known is not None:
+        return float(known["intra_node_busbw_gbps"]), str(known["source"])
+    measured = [r["busbw_gbps"] for r in results if _number(r.get("busbw_gbps"))]
+    best = max(measured, default=math.nan)
+    return best, "best node of this preflight (no datasheet figure for this type)"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def nodes_table(results: list[Mapping[str, Any]], settings: PreflightSettings) -> pd.DataFrame:
+    """One row per node: its figures, ok or excluded, and why."""
+    expected, source = expected_for(settings.gpu_type, results)
+    threshold = settings.min_fraction * expected
+    rows = []
+    for result in sorted(results, key=lambda r: r["node"]):
+        problems = list(result.get("problems", []))
+        busbw = result.get("busbw_gbps")
+        if not problems and not _number(busbw):
+            problems.append("no bus bandwidth measured")
+        elif not problems and busbw < threshold:
+            problems.append(
+                f"all-reduce bus bandwidth {busbw:.3g} GB/s below {settings.min_fraction:.0%} "
+                f"of the expected {expected:.3g} GB/s"
+            )
+        rows.append(
+            {
+                "node": result["node"],
+                "gpu_type": settings.gpu_type,
+                "status": "excluded" if problems else "ok",
+                "reason": "; ".join(problems),
+                "ranks": settings.ranks,
+                "max_message_bytes": settings.max_message_bytes,
+                "busbw_gbps": busbw if _number(busbw) else math.nan,
+                "expected_busbw_gbps": expected,
+                "expected_source": source,
+                "threshold_gbps": threshold,
+                "checks": ", ".join(result.get("checks", [])),
+                "measured_at": result.get("measured_at", ""),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(NODE_DTYPES))
+    return frame.astype(NODE_DTYPES)
+
+
+def gate(table: pd.DataFrame, needed: int) -> list[str]:
+    """The nodes to exclude; raises (one line) when fewer than ``needed`` pass."""
+    ok = table[table["status"] == "ok"]["node"].tolist()
+    excluded = table[table["status"] != "ok"]
+    if len(ok) < needed:
+        why = "; ".join(
+            f"{n}: {r}" for n, r in zip(excluded["node"], excluded["reason"], strict=True)
+        )
+        raise ConfigError(
+            f"preflight: {len(ok)} of {len(table)} nodes passed but the sweep's largest run "
+            f"needs {needed}; excluded: {why or 'none'}"
+        )
+    return excluded["node"].tolist()

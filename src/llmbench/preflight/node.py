@@ -1,0 +1,143 @@
+"""One node's preflight: what the ``preflight_node`` job runs on that node.
+
+CPU nodes: the gloo all-reduce test between local ranks (``allreduce``). GPU nodes: a
+rendered ``preflight.sh`` (health query, ``dcgmi diag -r 1`` where DCGM is installed,
+nccl-tests ``all_reduce_perf`` in the workload's image through pyxis where the sweep uses
+one), whose sections are parsed into the same result.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from llmbench.launch.words import Raw, Word, join
+from llmbench.preflight.allreduce import measure_allreduce
+from llmbench.preflight.gpu import (
+    dcgm_command,
+    dcgm_failures,
+    health_command,
+    nccl_single_node_command,
+    parse_health_csv,
+    parse_nccl_tests,
+)
+from llmbench.preflight.settings import PreflightSettings
+
+SECTION = "### llmbench preflight: "
+SCRIPT_TIMEOUT_S = 1800
+
+
+def message_sizes(max_bytes: int, factor: int = 8) -> list[int]:
+    sizes, size = [], 8
+    while size < max_bytes:
+        sizes.append(size)
+        size *= factor
+    return [*sizes, max_bytes]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def cpu_preflight(node: str, settings: PreflightSettings) -> dict[str, Any]:
+    sizes = message_sizes(settings.max_message_bytes)
+    result: dict[str, Any] = {"node": node, "checks": ["gloo all-reduce"], "measured_at": _now()}
+    try:
+        points = measure_allreduce(node, settings.ranks, sizes, settings.iterations)
+    except (RuntimeError, OSError) as exc:
+        return {**result, "problems": [f"all-reduce test failed: {exc}"], "points": []}
+    return {
+        **result,
+        "problems": [],
+        "points": [p.as_dict() for p in points],
+        "busbw_gbps": points[-1].busbw_gbps,
+    }
+
+
+def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
+    """``preflight.sh`` of a GPU node: each check's output under its own section line."""
+    nccl: list[Word] = [*nccl_single_node_command(settings.ranks, settings.max_message_bytes)]
+    if image:  # nccl-tests ship in the NGC framework images
+        nccl = [
+            "srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}",
+            Raw(f'--container-image="${{LLMBENCH_IMAGE:-{image}}}"'),
+            "--no-container-mount-home", *nccl,
+        ]  # fmt: skip
+    return "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            "# llmbench GPU node preflight: health, DCGM, single-node all-reduce bandwidth.",
+            "set -uo pipefail",
+            f"echo '{SECTION}health'",
+            join(health_command()),
+            f"echo '{SECTION}dcgm'",
+            f"if command -v dcgmi >/dev/null; then {join(dcgm_command())}; "
+            "else echo 'dcgmi not installed'; fi",
+            f"echo '{SECTION}nccl'",
+            join(nccl),
+            "",
+        ]
+    )
+
+
+def sections(text: str) -> dict[str, str]:
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith(SECTION):
+            current = line[len(SECTION) :].strip()
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return {name: "\n".join(lines) for name, lines in out.items()}
+
+
+def gpu_result(node: str, settings: PreflightSettings, output: str) -> dict[str, Any]:
+    """Judge a GPU node from its ``preflight.sh`` output."""
+    parts = sections(output)
+    health = parse_health_csv(parts.get("health", "").splitlines(), settings.ranks)
+    problems = list(health.problems)
+    checks = ["nvidia-smi health"]
+    dcgm = parts.get("dcgm", "")
+    if "dcgmi not installed" not in dcgm:
+        checks.append("dcgmi diag -r 1")
+        problems += [f"DCGM {test}: Fail" for test in dcgm_failures(dcgm)]
+    nccl = parse_nccl_tests(parts.get("nccl", ""))
+    checks.append("nccl-tests all_reduce_perf")
+    if not nccl.points:
+        problems.append("all_reduce_perf printed no result")
+    if nccl.wrong:
+        problems.append(f"all_reduce_perf: {nccl.wrong} wrong results")
+    largest = max(nccl.points, key=lambda p: p["size_bytes"], default=None)
+    return {
+        "node": node,
+        "checks": checks,
+        "problems": problems,
+        "points": nccl.points,
+        "busbw_gbps": largest["busbw_gbps"] if largest else None,
+        "avg_busbw_gbps": nccl.avg_busbw_gbps,
+        "gpu_names": health.names,
+        "measured_at": _now(),
+    }
+
+
+def node_preflight(
+    node: str, settings: PreflightSettings, folder: Path, image: str | None = None
+) -> dict[str, Any]:
+    """Run this node's checks (the rule's body); its files go to ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if settings.gpu_type == "cpu":
+        return cpu_preflight(node, settings)
+    script = folder / "preflight.sh"
+    script.write_text(render_gpu_preflight(settings, image))
+    try:
+        proc = subprocess.run(
+            ["bash", str(script)], capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S
+        )
+        output = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        output = ""
+    (folder / "preflight.log").write_text(output)
+    return gpu_result(node, settings, output)
