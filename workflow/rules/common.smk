@@ -167,7 +167,9 @@ def train_resources(run, attempt, preflight_exclude=""):
     # Once per job try, not once per resource: a retry's node check queries Slurm.
     extras = dict(CONFIG["slurm"])
     if preflight_exclude:  # nodes the preflight gate rejected
-        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), preflight_exclude]))
+        extras["exclude"] = ",".join(
+            filter(None, [extras.get("exclude"), preflight_exclude])
+        )
     if attempt > 1:  # a retry avoids the nodes an infrastructure failure hit
         avoid = nodes_to_avoid(Path("results/runs") / run)
         if avoid:

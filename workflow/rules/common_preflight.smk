@@ -3,7 +3,9 @@ import json
 from llmbench.preflight.settings import resolve_preflight
 
 try:
-    PREFLIGHT = resolve_preflight(CONFIG.get("preflight"), RUNS.values(), CONFIG["launcher"])
+    PREFLIGHT = resolve_preflight(
+        CONFIG.get("preflight"), RUNS.values(), CONFIG["launcher"]
+    )
 except ConfigError as err:
     sys.exit(f"llmbench: error: {err}")
 PREFLIGHT_EXCLUDE = "results/preflight/exclude.json"

@@ -1,10 +1,10 @@
 rule preflight_node:
-    wildcard_constraints:
-        node="|".join(PREFLIGHT.nodes) or "(?!)",
     output:
         result="results/preflight/nodes/{node}.json",
     log:
         "results/logs/preflight/{node}.log",
+    wildcard_constraints:
+        node="|".join(map(re.escape, PREFLIGHT.nodes)) or "(?!)",
     conda:
         "../../envs/llmbench.yaml"
     threads: PREFLIGHT.ranks if PREFLIGHT.gpu_type == "cpu" else 1

@@ -5,7 +5,13 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
-from llmbench.launch.srun import STAGE_CHECK, allocation_lines, container_lines, srun_words
+from llmbench.launch.srun import (
+    STAGE_CHECK,
+    allocation_lines,
+    container_lines,
+    sampler_lines,
+    srun_words,
+)
 from llmbench.launch.variants import variant_parts
 from llmbench.launch.words import Word, join
 from llmbench.runspec import RunSpec
@@ -74,8 +80,13 @@ def _render_srun(spec: RunSpec) -> str:
         parts.prefix,
         entry_command(spec, parts.entry_args),
     ]
+    # GPU nodes: samplers beside the ranks; srun is then not exec'd, so the trap stops them.
+    sampled = spec.gpu_type != "cpu"
+    if sampled:
+        lines += sampler_lines(spec)
     # One option group per line: launcher, container, profiler prefix, rank command.
-    lines += ["exec " + " \\\n    ".join(join(g) for g in groups if g), ""]
+    head = "" if sampled else "exec "
+    lines += [head + " \\\n    ".join(join(g) for g in groups if g), ""]
     return "\n".join(lines)
 
 

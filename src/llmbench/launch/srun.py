@@ -77,3 +77,22 @@ def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
         "--container-env=" + ",".join([*PASSED_BY_NAME, *container_env]),
     ]
     return [launcher, container]
+
+
+def sampler_lines(spec: RunSpec) -> list[str]:
+    """Start one telemetry sampler per node beside the ranks (when the runner asks for
+    telemetry) and stop it when the training step ends, however it ends. The sampler
+    runs on the host, outside the container, where nvidia-smi sees every GPU."""
+    sampler = (
+        f"srun --overlap --nodes={spec.nodes} --ntasks-per-node=1 "
+        '"$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" '
+        '--period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &'
+    )
+    return [
+        "# Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.",
+        'if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then',
+        f"    {sampler}",
+        "    SAMPLERS=$!",
+        '    trap \'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true\' EXIT',
+        "fi",
+    ]

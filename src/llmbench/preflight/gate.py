@@ -41,7 +41,9 @@ def expected_for(gpu_type: str, results: Iterable[Mapping[str, Any]]) -> tuple[f
     known = expected_bandwidth().get(gpu_type)
     if known is not None:
         return float(known["intra_node_busbw_gbps"]), str(known["source"])
-    measured = [r["busbw_gbps"] for r in results if _number(r.get("busbw_gbps"))]
+    measured = [
+        r["busbw_gbps"] for r in results if _number(r.get("busbw_gbps")) and not r.get("problems")
+    ]
     best = max(measured, default=math.nan)
     return best, "best node of this preflight (no datasheet figure for this type)"
 

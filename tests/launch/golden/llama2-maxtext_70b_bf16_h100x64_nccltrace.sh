@@ -19,6 +19,12 @@ export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
 export NCCL_DEBUG=INFO
 export NCCL_DEBUG_SUBSYS=COLL
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
-exec srun --nodes=8 --ntasks-per-node=8 --kill-on-bad-exit=1 \
+# Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
+if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
+    srun --overlap --nodes=8 --ntasks-per-node=1 "$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" --period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &
+    SAMPLERS=$!
+    trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
+fi
+srun --nodes=8 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,NCCL_DEBUG,NCCL_DEBUG_SUBSYS \
     python3 /opt/llmbench/src/llmbench/entrypoints/maxtext.py --spec run_spec.json

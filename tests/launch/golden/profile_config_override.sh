@@ -24,7 +24,13 @@ case ",0,8,9," in
 esac
 EOF
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
-exec srun --nodes=2 --ntasks-per-node=8 --kill-on-bad-exit=1 \
+# Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
+if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
+    srun --overlap --nodes=2 --ntasks-per-node=1 "$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" --period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &
+    SAMPLERS=$!
+    trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
+fi
+srun --nodes=2 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN \
     bash nsys_ranks.sh \
     python3 /opt/llmbench/src/llmbench/entrypoints/nemo2.py --spec run_spec.json --profile-steps 10 12

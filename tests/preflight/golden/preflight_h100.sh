@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# llmbench GPU node preflight: health, DCGM, single-node all-reduce bandwidth.
+set -uo pipefail
+echo '### llmbench preflight: health'
+nvidia-smi --query-gpu=index,name,pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,clocks.sm,clocks.max.sm,pcie.link.width.current,pcie.link.width.max --format=csv
+echo '### llmbench preflight: dcgm'
+if command -v dcgmi >/dev/null; then dcgmi diag -r 1; else echo 'dcgmi not installed'; fi
+echo '### llmbench preflight: nccl'
+srun --ntasks=1 --gpus-per-task=8 --container-image="${LLMBENCH_IMAGE:-nvcr.io/nvidia/nemo:25.04}" --no-container-mount-home all_reduce_perf -b 8 -e 8589934592 -f 2 -g 8

@@ -1,0 +1,92 @@
+"""GPU node checks: health query, DCGM report and nccl-tests output as the tools print
+them; the rendered preflight script."""
+
+from __future__ import annotations
+
+import math
+
+from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
+from llmbench.preflight.node import gpu_result, render_gpu_preflight
+from llmbench.preflight.settings import PreflightSettings
+from tests.conftest import REPO
+
+HEALTH = """\
+index, name, pci.bus_id, ecc.errors.uncorrected.volatile.total, retired_pages.pending, \
+clocks.current.sm [MHz], clocks.max.sm [MHz], pcie.link.width.current, pcie.link.width.max
+0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 0, No, 1980 MHz, 1980 MHz, 16, 16
+1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, 2, No, 1980 MHz, 1980 MHz, 8, 16
+2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, [N/A], Yes, 1980 MHz, 1980 MHz, 16, 16
+"""
+
+# all_reduce_perf's table (nccl-tests): out-of-place then in-place columns
+NCCL = """\
+# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    36.06    0.00    0.00      0    35.35    0.00    0.00      0
+    67108864      16777216     float     sum      -1    331.2  202.62  354.59      0    330.1  203.30  355.78      0
+   134217728      33554432     float     sum      -1    598.5  224.26  392.45      0    597.9  224.48  392.84      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 249.013
+#
+"""
+
+
+def test_health_finds_each_problem() -> None:
+    report = parse_health_csv(HEALTH.splitlines(), expected_gpus=4)
+    assert report.gpus == 3
+    assert report.problems == [
+        "3 of 4 GPUs visible",
+        "GPU 1: 2 uncorrected ECC errors",
+        "GPU 1: PCIe link x8 of x16",
+        "GPU 2: retired pages pending (reset needed)",
+    ]
+
+
+def test_nccl_tests_out_of_place_columns_and_average() -> None:
+    result = parse_nccl_tests(NCCL)
+    assert [p["size_bytes"] for p in result.points] == [8, 67108864, 134217728]
+    assert result.points[-1]["busbw_gbps"] == 392.45
+    assert result.points[-1]["time_s"] == 598.5e-6
+    assert result.avg_busbw_gbps == 249.013 and result.wrong == 0
+    assert result.peak_busbw_gbps == 392.45
+    assert math.isnan(parse_nccl_tests("no table").avg_busbw_gbps)
+
+
+def test_dcgm_failures() -> None:
+    text = "| Deployment   | Pass |\n| GPU Memory   | Fail - GPU 3 |\n| PCIe | Pass |\n"
+    assert dcgm_failures(text) == ["GPU Memory"]
+
+
+def settings() -> PreflightSettings:
+    return PreflightSettings(True, ("gpu-01",), "h100", 8, 2, 8 << 30, 0.7, 5)
+
+
+def test_gpu_preflight_script_is_pinned() -> None:
+    """Golden file: the nccl-tests command runs in the workload's image through pyxis."""
+    text = render_gpu_preflight(settings(), "nvcr.io/nvidia/nemo:25.04")
+    golden = REPO / "tests/preflight/golden/preflight_h100.sh"
+    assert text == golden.read_text()
+
+
+def test_gpu_result_from_script_output() -> None:
+    healthy = (
+        HEALTH.splitlines()[0]
+        + "\n"
+        + "\n".join(
+            f"{i}, NVIDIA H100 80GB HBM3, 0:{i}, 0, No, 1980 MHz, 1980 MHz, 16, 16"
+            for i in range(8)
+        )
+    )
+    output = (
+        "### llmbench preflight: health\n" + healthy + "\n"
+        "### llmbench preflight: dcgm\ndcgmi not installed\n"
+        "### llmbench preflight: nccl\n" + NCCL
+    )
+    result = gpu_result("gpu-01", settings(), output)
+    assert result["problems"] == [] and result["busbw_gbps"] == 392.45
+    assert result["checks"] == ["nvidia-smi health", "nccl-tests all_reduce_perf"]
+    broken = gpu_result("gpu-01", settings(), output.replace(NCCL, ""))
+    assert broken["problems"] == ["all_reduce_perf printed no result"]
