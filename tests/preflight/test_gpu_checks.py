@@ -4,6 +4,7 @@ them; the rendered preflight script."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
 from llmbench.preflight.node import gpu_result, render_gpu_preflight
@@ -18,20 +19,9 @@ clocks.current.sm [MHz], clocks.max.sm [MHz], pcie.link.width.current, pcie.link
 2, NVIDIA H100 80GB HBM3, 00000000:3A:00.0, [N/A], Yes, 1980 MHz, 1980 MHz, 16, 16
 """
 
-# all_reduce_perf's table (nccl-tests): out-of-place then in-place columns
-NCCL = """\
-# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
-           8             2     float     sum      -1    36.06    0.00    0.00      0    35.35    0.00    0.00      0
-    67108864      16777216     float     sum      -1    331.2  202.62  354.59      0    330.1  203.30  355.78      0
-   134217728      33554432     float     sum      -1    598.5  224.26  392.45      0    597.9  224.48  392.84      0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 249.013
-#
-"""
+# all_reduce_perf's output layout (nccl-tests): out-of-place, then in-place columns; the
+# figures are an example, not a measurement.
+NCCL = (Path(__file__).parent / "fixtures/all_reduce_perf.txt").read_text()
 
 
 def test_health_finds_each_problem() -> None:
