@@ -30,6 +30,8 @@ THROTTLE_FRACTION = 0.9
 ENERGY_DTYPES = {
     "telemetry_source": "string",
     "telemetry_nodes": "Int64",
+    "window_start_unix_s": "float64",
+    "window_end_unix_s": "float64",
     "window_s": "float64",
     "energy_j": "float64",
     "energy_per_step_j": "float64",
@@ -48,6 +50,8 @@ ENERGY_DTYPES = {
 class WindowEnergy:
     telemetry_source: str = ""
     telemetry_nodes: int = 0
+    window_start_unix_s: float = math.nan
+    window_end_unix_s: float = math.nan
     window_s: float = math.nan
     energy_j: float = math.nan
     energy_per_step_j: float = math.nan
@@ -147,6 +151,8 @@ def window_energy(
     base = WindowEnergy(
         telemetry_source=source,
         telemetry_nodes=len({node for node, _ in series}),
+        window_start_unix_s=t0,
+        window_end_unix_s=t1,
         window_s=t1 - t0,
         util_mean=util,
         sm_clock_min_mhz=clocks[0],

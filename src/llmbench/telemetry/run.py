@@ -143,3 +143,18 @@ def read_energy(run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / ENERGY_FILE).read_text())
     except (OSError, ValueError):
         return WindowEnergy(energy_reason=f"no {ENERGY_FILE} beside the run record").as_dict()
+
+
+def sweep_samples(run_dirs: list[Path]) -> pd.DataFrame:
+    """Every run's ``telemetry.parquet``, one table (the sweep-wide telemetry table)."""
+    frames = [
+        pd.read_parquet(d / "telemetry.parquet")
+        for d in run_dirs
+        if (d / "telemetry.parquet").exists()
+    ]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return read_samples([]).assign(
+            run_id=pd.Series(dtype="object"), attempt=pd.Series(dtype="Int64")
+        )
+    return pd.concat(frames, ignore_index=True)

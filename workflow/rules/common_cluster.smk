@@ -1,3 +1,5 @@
+# Preflight and telemetry: which nodes are checked, what the train jobs exclude, and the
+# sweep-wide telemetry outputs (docs/preflight.md, docs/telemetry.md).
 import json
 
 from llmbench.preflight.settings import resolve_preflight
@@ -51,3 +53,11 @@ def get_preflight_outputs():
     if not PREFLIGHT.enabled:
         return []
     return ["results/tables/nodes.parquet", "results/tables/nodes.html"]
+
+
+def get_telemetry_outputs():
+    """The sweep-wide telemetry table and one telemetry plot per run group."""
+    return [
+        "results/tables/telemetry.parquet",
+        *(f"results/plots/telemetry/{group}.svg" for group in GROUPS),
+    ]

@@ -1,0 +1,80 @@
+"""Sampler overhead: the embedded run's step time with and without telemetry.
+
+The default embedded run (tiny Llama, fp32, 2 gloo ranks, 50 steps) goes through the real
+runner (``llmbench.runner.run_attempt``) in pairs, one with the sampler beside it
+(``/proc/stat`` and RAPL every period, the trainer's step clock) and one without, the order
+alternating from pair to pair so that a drift in machine load hits both sides alike. Step
+time is the parsed window mean of each run; the ratio is median(with) / median(without),
+all from this one invocation.
+
+    python benchmarks/telemetry_overhead.py               # 4 pairs, 250 ms period
+    python benchmarks/telemetry_overhead.py --pairs 6 --period-ms 100 --json
+
+Target: |ratio - 1| < 0.02.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from llmbench.config import validate_and_expand
+from llmbench.parsers import parse_log
+from llmbench.runner import run_attempt
+from llmbench.telemetry.run import TelemetrySettings
+
+TARGET = 0.02
+
+
+def step_time(spec, folder: Path, telemetry: TelemetrySettings | None) -> float:
+    record = run_attempt(spec, folder, telemetry=telemetry)
+    summary = parse_log(folder / record["log"]).summary
+    if summary.status != "success":
+        raise SystemExit(f"run failed: {summary.status} {summary.reason}")
+    return float(summary.step_time_mean_s)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=4)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--period-ms", type=int, default=250)
+    parser.add_argument("--json", action="store_true", help="one JSON line instead of text")
+    args = parser.parse_args()
+    sweep = {"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"]}
+    config = {"sweeps": [{**sweep, "gpu_type": "cpu", "scales": [args.ranks]}]}
+    _, (spec,) = validate_and_expand(config)
+    settings = TelemetrySettings(period_ms=args.period_ms)
+    with_t, without = [], []
+    with tempfile.TemporaryDirectory(prefix="llmbench-telemetry-bench-") as tmp:
+        for pair in range(args.pairs):
+            order = [True, False] if pair % 2 == 0 else [False, True]
+            for sampled in order:
+                folder = Path(tmp) / f"{'with' if sampled else 'without'}-{pair}"
+                value = step_time(spec, folder, settings if sampled else None)
+                (with_t if sampled else without).append(value)
+    ratio = statistics.median(with_t) / statistics.median(without)
+    result = {
+        "pairs": args.pairs,
+        "period_ms": args.period_ms,
+        "step_time_with_s": with_t,
+        "step_time_without_s": without,
+        "ratio": ratio,
+        "target_abs_diff": TARGET,
+        "ok": abs(ratio - 1) < TARGET,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"step time with telemetry (s):    {', '.join(f'{v:.4f}' for v in with_t)}")
+        print(f"step time without telemetry (s): {', '.join(f'{v:.4f}' for v in without)}")
+        print(f"ratio median(with) / median(without) = {ratio:.4f} (target within 1 +- {TARGET})")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+rule telemetry_table:
+    input:
+        # energy.json and telemetry.parquet are outputs of the same train job as run.json
+        records=run_files("run.json"),
+    output:
+        samples="results/tables/telemetry.parquet",
+    log:
+        "results/logs/telemetry_table.log",
+    conda:
+        "../../envs/llmbench.yaml"
+    script:
+        "../scripts/telemetry_table.py"
+
+
+rule plot_telemetry:
+    input:
+        samples="results/tables/telemetry.parquet",
+        runs="results/tables/runs.parquet",
+    output:
+        plot=report(
+            "results/plots/telemetry/{group}.svg",
+            caption="../report/telemetry.rst",
+            category="Telemetry",
+            subcategory="{group}",
+            labels=get_plot_labels,
+        ),
+    log:
+        "results/logs/plot_telemetry/{group}.log",
+    conda:
+        "../../envs/llmbench.yaml"
+    params:
+        runs=get_group_runs,
+    script:
+        "../scripts/plot_telemetry.py"

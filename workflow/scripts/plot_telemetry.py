@@ -1,0 +1,15 @@
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from llmbench.telemetry.plot import plot_group_telemetry
+
+sys.stderr = open(snakemake.log[0], "w")
+wanted = list(snakemake.params.runs)
+samples = pd.read_parquet(snakemake.input.samples)
+samples = samples[samples["run_id"].isin(wanted)]
+runs = pd.read_parquet(snakemake.input.runs)
+runs = runs[runs["run_id"].isin(wanted)]
+drawn = plot_group_telemetry(samples, runs, snakemake.wildcards.group, Path(snakemake.output.plot))
+print(f"{drawn} runs drawn", file=sys.stderr)

@@ -1,0 +1,9 @@
+import sys
+from pathlib import Path
+
+from llmbench.tables_io import write_parquet_atomic
+from llmbench.telemetry.run import sweep_samples
+
+sys.stderr = open(snakemake.log[0], "w")
+run_dirs = [Path(path).parent for path in snakemake.input.records]
+write_parquet_atomic(sweep_samples(run_dirs), snakemake.output.samples)
