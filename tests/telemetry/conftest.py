@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROC_STAT = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\n"
@@ -23,3 +24,11 @@ def node_tree(root: Path, packages: int = 1, energy_uj: int = 1_000_000) -> Path
         (sub / "name").write_text("core\n")
         (sub / "energy_uj").write_text("5\n")
     return root
+
+
+def write_counter(path: Path, microjoules: int) -> None:
+    """Replace the counter's value at once, as a read of the kernel's file never sees
+    half a number."""
+    tmp = path.with_name(".energy_uj.tmp")
+    tmp.write_text(f"{microjoules}\n")
+    os.replace(tmp, path)

@@ -106,3 +106,9 @@ def test_gpu_power_energy_and_throttle_flag() -> None:
     assert slow.clock_throttled is True and slow.sm_clock_min_mhz == 1200.0
     four = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 4, 1, "h100")
     assert math.isnan(four.energy_j) and "2 of the run's 4 GPUs" in four.energy_reason
+
+
+def test_a_run_on_part_of_a_node_counts_its_own_gpus() -> None:
+    one = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 1, 1, "local-cuda")
+    assert one.energy_j == pytest.approx(500.0 * 5.0)
+    assert one.mean_power_w_per_gpu == pytest.approx(500.0)

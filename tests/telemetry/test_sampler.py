@@ -12,10 +12,11 @@ from pathlib import Path
 
 from llmbench.telemetry.run import TelemetrySettings, sampler_command
 from llmbench.telemetry.samples import read_samples
-from tests.telemetry.conftest import node_tree
+from tests.telemetry.conftest import node_tree, write_counter
 
 
-def run_sampler(root: Path, out: Path, seconds: float, feed=None) -> None:
+def run_sampler(root: Path, out: Path, rows: int, feed=None) -> None:
+    """Run the sampler until ``out`` holds ``rows`` lines (a minute at most)."""
     settings = TelemetrySettings(period_ms=50, root=str(root))
     command = [
         *sampler_command(settings, str(out), gpu=False, python=sys.executable),
@@ -27,7 +28,11 @@ def run_sampler(root: Path, out: Path, seconds: float, feed=None) -> None:
     thread = threading.Thread(target=feed, args=(stop,)) if feed else None
     if thread:
         thread.start()
-    time.sleep(seconds)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if out.exists() and len(out.read_text().splitlines()) >= rows:
+            break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
     stop.set()
@@ -43,10 +48,10 @@ def test_sampler_reads_rapl_and_proc_stat(tmp_path: Path) -> None:
         uj = 1_000_000
         while not stop.wait(0.02):
             uj += 1_000_000
-            counter.write_text(f"{uj}\n")
+            write_counter(counter, uj)
 
     out = tmp_path / "telemetry-nodeA.csv"
-    run_sampler(root, out, 1.5, kernel)
+    run_sampler(root, out, 12, kernel)
     samples = read_samples([out])
     energy = samples[samples.metric == "energy_j"]
     assert len(energy) >= 5 and set(energy.device) == {"package-0"}  # no sub-zone
@@ -61,7 +66,7 @@ def test_sampler_without_rapl_says_why(tmp_path: Path) -> None:
     (root / "proc").mkdir(parents=True)
     (root / "proc/stat").write_text(Path("/proc/stat").read_text())
     out = tmp_path / "telemetry-nodeA.csv"
-    run_sampler(root, out, 0.5)
+    run_sampler(root, out, 3)
     status = json.loads(out.with_suffix(".json").read_text())
     assert status["sources"]["proc_stat"] == "ok"
     assert status["sources"]["rapl"].startswith("no RAPL:")

@@ -146,6 +146,9 @@ def window_energy(
     gpu = gpu_type != "cpu"
     source, metric = ("nvidia-smi", "power_w") if gpu else ("rapl", "energy_j")
     series = _series(samples, source, metric)
+    if gpu:  # a run on part of a node (local-cuda x1 on an 8-GPU box) owns GPUs 0..n-1
+        per_node = max(1, gpus // max(1, nodes))
+        series = {key: v for key, v in series.items() if _gpu_index(key[1]) < per_node}
     util = _mean_in(samples, "nvidia-smi" if gpu else "proc_stat", "util", t0, t1)
     clocks = _clock_figures(samples, t0, t1) if gpu else (math.nan, None)
     base = WindowEnergy(
@@ -178,6 +181,11 @@ def window_energy(
         tokens_per_kwh=JOULES_PER_KWH / per_token,
         mean_power_w_per_gpu=energy / (t1 - t0) / gpus,
     )
+
+
+def _gpu_index(device: str) -> int:
+    digits = device.removeprefix("gpu")
+    return int(digits) if digits.isdigit() else 0
 
 
 def _missing(
