@@ -16,11 +16,15 @@ from llmbench.telemetry.run import TelemetrySettings, sampler_command
 from llmbench.telemetry.sampler import gpu_raw_path
 from llmbench.telemetry.samples import read_samples
 
+HEADER = (
+    "timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], "
+    "temperature.gpu, utilization.gpu [%]"
+)
 STAND_IN = """#!/usr/bin/env bash
 # stand-in for nvidia-smi: only the sampler's exact query is answered
 [[ "$*" == "{args}" ]] || {{ echo "unexpected arguments: $*" >&2; exit 2; }}
 trap 'exit 0' TERM
-echo "timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], temperature.gpu, utilization.gpu [%]"
+echo "{header}"
 while true; do
     now=$(date '+%Y/%m/%d %H:%M:%S.%3N')
     echo "$now, 0, 301.50 W, 1980 MHz, 2619 MHz, 41, 97 %"
@@ -34,7 +38,7 @@ def test_gpu_sampler_reads_nvidia_smi_csv(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stand_in = bin_dir / "nvidia-smi"
-    stand_in.write_text(STAND_IN.format(args=" ".join(query_command(50)[1:])))
+    stand_in.write_text(STAND_IN.format(args=" ".join(query_command(50)[1:]), header=HEADER))
     stand_in.chmod(0o755)
     out = tmp_path / "telemetry-g1.csv"
     settings = TelemetrySettings(period_ms=50)
