@@ -27,18 +27,10 @@ def test_off_by_default_for_the_embedded_workload_on_when_asked() -> None:
 
 
 def test_on_by_default_for_gpu_sweeps() -> None:
-    config = {
-        "sweeps": [
-            {
-                "workload": "llama3.1-nemo",
-                "sizes": ["8b"],
-                "dtypes": ["bf16"],
-                "gpu_type": "h100",
-                "scales": [8, 16],
-            }
-        ],
-        "launcher": "srun",
-    }
+    config = tiny_config((8, 16), launcher="srun")
+    config["sweeps"][0].update(
+        workload="llama3.1-nemo", sizes=["8b"], dtypes=["bf16"], gpu_type="h100"
+    )
     gpu_specs = validate_and_expand(config)[1]
     settings = resolve_preflight({"nodes": ["g1", "g2"]}, gpu_specs, "srun")
     assert settings.enabled and settings.gpu_type == "h100"
