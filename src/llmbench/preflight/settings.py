@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from llmbench.embedded import workload as tiny
 from llmbench.errors import ConfigError
 from llmbench.runspec import RunSpec
 
@@ -56,13 +57,14 @@ def partition_nodes(partition: str | None) -> list[str] | None:
 def resolve_preflight(
     raw: Any, specs: Iterable[RunSpec], launcher: str, source: str = "config"
 ) -> PreflightSettings:
-    """Settings for ``specs``: on by default when a sweep runs on GPUs, off for the
-    embedded CPU workload; nodes from ``preflight.nodes``, else the partition (srun),
+    """Settings for ``specs``: on by default when a sweep runs on cluster GPUs, off for
+    the embedded workload (on CPUs or ``local-cuda``: one machine, nothing to exclude);
+    nodes from ``preflight.nodes``, else the partition (srun),
     else this machine."""
     block = _block(raw)
     specs = list(specs)
     largest = max(specs, key=lambda s: (s.nodes, s.gpus_per_node))
-    gpu = any(s.gpu_type != "cpu" for s in specs)
+    gpu = any(s.gpu_type not in tiny.GPU_TYPES for s in specs)
     enabled = block.get("enabled")
     enabled = gpu if enabled is None else bool(enabled)
     nodes = block.get("nodes")
