@@ -61,3 +61,8 @@ def get_telemetry_outputs():
         "results/tables/telemetry.parquet",
         *(f"results/plots/telemetry/{group}.svg" for group in GROUPS),
     ]
+
+
+def get_telemetry_plot_labels(wildcards):
+    specs = [RUNS[run] for run in GROUPS[wildcards.group]]
+    return {**_label_values(specs), "content": "telemetry"}

@@ -22,7 +22,7 @@ rule plot_telemetry:
             caption="../report/telemetry.rst",
             category="Telemetry",
             subcategory="{group}",
-            labels=get_plot_labels,
+            labels=get_telemetry_plot_labels,
         ),
     log:
         "results/logs/plot_telemetry/{group}.log",

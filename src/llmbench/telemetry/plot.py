@@ -50,10 +50,13 @@ def plot_group_telemetry(samples: pd.DataFrame, runs: pd.DataFrame, title: str, 
             continue
         start = float(own["time_unix_s"].min())
         (line,) = ax.plot(series.index - start, series.to_numpy(), label=f"{row.dtype} x{row.gpus}")
-        if pd.notna(row.window_start_unix_s) and pd.notna(row.window_end_unix_s):
+        # a runs table written before the window columns existed has none to shade
+        first = getattr(row, "window_start_unix_s", None)
+        last = getattr(row, "window_end_unix_s", None)
+        if pd.notna(first) and pd.notna(last):
             ax.axvspan(
-                row.window_start_unix_s - start,
-                row.window_end_unix_s - start,
+                first - start,
+                last - start,
                 color=line.get_color(),
                 alpha=0.12,
             )
