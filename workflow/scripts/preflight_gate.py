@@ -8,6 +8,6 @@ sys.stderr = open(snakemake.log[0], "w")
 try:
     settings = settings_from_dict(snakemake.params.settings)
     write_gate(snakemake.input.results, settings, snakemake.output)
-except LlmbenchError as err:  # one line: which nodes failed and how many the sweep needs
-    print(f"llmbench: error: {err}", file=sys.stderr)
+except LlmbenchError as err:
+    # One line in the log (stderr), no traceback: which nodes failed, how many are needed.
     sys.exit(f"llmbench: error: {err}")
