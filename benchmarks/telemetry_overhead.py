@@ -69,10 +69,17 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--period-ms", type=int, default=250)
+    parser.add_argument(
+        "--steps", type=int, default=50, help="steps per run; the window is all but the first 10"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON line instead of text")
     args = parser.parse_args()
     sweep = {"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"]}
-    config = {"sweeps": [{**sweep, "gpu_type": "cpu", "scales": [args.ranks]}]}
+    config = {
+        "sweeps": [{**sweep, "gpu_type": "cpu", "scales": [args.ranks]}],
+        "steps": args.steps,
+        "window": [35, 44] if args.steps == 50 else [10, args.steps - 1],
+    }
     _, (spec,) = validate_and_expand(config)
     settings = TelemetrySettings(period_ms=args.period_ms)
     with_t, without = [], []
