@@ -57,3 +57,8 @@ def test_too_few_nodes_is_one_line() -> None:
     assert "\n" not in message
     assert message.startswith("preflight: 1 of 2 nodes passed but the sweep's largest run needs 2")
     assert "b: all-reduce bus bandwidth" in message
+
+
+def test_no_node_to_check_is_one_line() -> None:
+    with pytest.raises(ConfigError, match="no node to check"):
+        gate(nodes_table([], settings()), 1)

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
-from llmbench.preflight.node import gpu_result, render_gpu_preflight
+from llmbench.preflight.node import fabric_result, gpu_result, render_fabric, render_gpu_preflight
 from llmbench.preflight.settings import PreflightSettings
 from tests.conftest import REPO
 
@@ -80,3 +80,15 @@ def test_gpu_result_from_script_output() -> None:
     assert result["checks"] == ["nvidia-smi health", "nccl-tests all_reduce_perf"]
     broken = gpu_result("gpu-01", settings(), output.replace(NCCL, ""))
     assert broken["problems"] == ["all_reduce_perf printed no result"]
+
+
+def test_fabric_script_is_pinned_and_judged_against_the_network_figure() -> None:
+    text = render_fabric(settings(), "nvcr.io/nvidia/nemo:25.04")
+    assert text == (REPO / "tests/preflight/golden/fabric_h100.sh").read_text()
+    ok = fabric_result(settings(), NCCL.replace("392.45", "45.10"))
+    assert ok["problems"] == [] and ok["busbw_gbps"] == 45.10
+    assert ok["expected_busbw_gbps"] == 50 and "ConnectX-7" in ok["expected_source"]
+    slow = fabric_result(settings(), NCCL.replace("392.45", "20.00"))
+    assert slow["problems"] == [
+        "multi-node all-reduce bus bandwidth 20 GB/s below 70% of the expected 50 GB/s"
+    ]

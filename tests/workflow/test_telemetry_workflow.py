@@ -82,3 +82,21 @@ def test_rapl_energy_and_gloo_preflight(tmp_path: Path) -> None:
     assert len(nodes) == 1 and nodes.status.iloc[0] == "ok"
     assert nodes.busbw_gbps.iloc[0] > 0 and nodes.checks.iloc[0] == "gloo all-reduce"
     assert "Cluster: preflight" in (tmp_path / "results/tables/nodes.html").read_text()
+
+
+def test_gpu_sweep_dag_checks_every_node_and_the_largest_allocation(tmp_path: Path) -> None:
+    """GPU sweeps: preflight on by default; a node job each, the gate, and the multi-node
+    all-reduce (2 nodes for the 16-GPU run) before any train job."""
+    from tests.workflow.test_setup_rules import job_counts
+
+    config = tiny_config((8, 16), launcher="srun", preflight={"nodes": ["g1", "g2", "g3"]})
+    config["sweeps"][0].update(
+        workload="llama3.1-nemo", sizes=["8b"], dtypes=["bf16"], gpu_type="h100"
+    )
+    write_config(tmp_path, config)
+    proc = snakemake(tmp_path, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert counts["preflight_node"] == 3 and counts["preflight_gate"] == 1
+    assert counts["preflight_fabric"] == 1 and counts["train"] == 2
+    assert "slurm_extra=--nodelist=g2" in proc.stdout

@@ -11,6 +11,7 @@ try:
 except ConfigError as err:
     sys.exit(f"llmbench: error: {err}")
 PREFLIGHT_EXCLUDE = "results/preflight/exclude.json"
+PREFLIGHT_FABRIC = "results/preflight/fabric.json"
 
 
 def get_preflight_input(wildcards):
@@ -18,7 +19,10 @@ def get_preflight_input(wildcards):
     nodes it rejected, known only once it ran)."""
     if not PREFLIGHT.enabled:
         return {}
-    return {"preflight": checkpoints.preflight_gate.get().output.exclude}
+    inputs = {"preflight": checkpoints.preflight_gate.get().output.exclude}
+    if PREFLIGHT.fabric:  # GPU clusters: the largest allocation's all-reduce too
+        inputs["fabric"] = PREFLIGHT_FABRIC
+    return inputs
 
 
 def preflight_excluded():
@@ -27,6 +31,13 @@ def preflight_excluded():
         return ""
     with open(PREFLIGHT_EXCLUDE) as fh:
         return ",".join(json.load(fh)["exclude"])
+
+
+def get_fabric_extra(wildcards, input):
+    """The fabric test's allocation leaves out the nodes the gate excluded."""
+    with open(input.exclude) as fh:
+        excluded = json.load(fh)["exclude"]
+    return f"--exclude={','.join(excluded)}" if excluded else ""
 
 
 def get_preflight_node_resources(name):
@@ -44,15 +55,30 @@ def get_preflight_node_resources(name):
     return resource
 
 
+def _preflight_image_file():
+    """The imported .sqsh of the sweep's largest enroot run (nccl-tests run in it)."""
+    specs = [spec for spec in RUNS.values() if image_import(spec) is not None]
+    if not specs:
+        return None
+    largest = max(specs, key=lambda spec: (spec.nodes, spec.run_id))
+    return image_path(STAGE, image_import(largest))
+
+
 def get_preflight_image():
-    images = {spec.image for spec in RUNS.values() if spec.container == "enroot"}
-    return sorted(images)[0] if images else ""
+    path = _preflight_image_file()
+    return str(Path(path).resolve()) if path else ""
+
+
+def get_preflight_image_input(wildcards):
+    path = _preflight_image_file()
+    return {"image": path} if path else {}
 
 
 def get_preflight_outputs():
     if not PREFLIGHT.enabled:
         return []
-    return ["results/tables/nodes.parquet", "results/tables/nodes.html"]
+    fabric = [PREFLIGHT_FABRIC] if PREFLIGHT.fabric else []
+    return ["results/tables/nodes.parquet", "results/tables/nodes.html", *fabric]
 
 
 def get_telemetry_outputs():

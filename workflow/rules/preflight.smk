@@ -1,4 +1,6 @@
 rule preflight_node:
+    input:
+        unpack(get_preflight_image_input),
     output:
         result="results/preflight/nodes/{node}.json",
     log:
@@ -42,3 +44,27 @@ checkpoint preflight_gate:
         settings=PREFLIGHT.to_dict(),
     script:
         "../scripts/preflight_gate.py"
+
+
+rule preflight_fabric:
+    input:
+        unpack(get_preflight_image_input),
+        exclude=PREFLIGHT_EXCLUDE,
+    output:
+        result=PREFLIGHT_FABRIC,
+    log:
+        "results/logs/preflight/fabric.log",
+    conda:
+        "../../envs/llmbench.yaml"
+    resources:
+        nodes=PREFLIGHT.nodes_needed,
+        tasks_per_node=PREFLIGHT.ranks,
+        mpi="srun",
+        gres=f"gpu:{PREFLIGHT.ranks}",
+        runtime=30,
+        slurm_extra=get_fabric_extra,
+    params:
+        settings=PREFLIGHT.to_dict(),
+        image=get_preflight_image(),
+    script:
+        "../scripts/preflight_fabric.py"

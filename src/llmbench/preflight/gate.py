@@ -89,6 +89,11 @@ def nodes_table(results: list[Mapping[str, Any]], settings: PreflightSettings) -
 
 def gate(table: pd.DataFrame, needed: int) -> list[str]:
     """The nodes to exclude; raises (one line) when fewer than ``needed`` pass."""
+    if table.empty:
+        raise ConfigError(
+            "preflight: no node to check (sinfo listed none); allowed: preflight.nodes: "
+            "[node, ...], or preflight: false"
+        )
     ok = table[table["status"] == "ok"]["node"].tolist()
     excluded = table[table["status"] != "ok"]
     if len(ok) < needed:

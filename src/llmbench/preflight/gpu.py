@@ -56,7 +56,8 @@ def nccl_single_node_command(gpus: int, max_bytes: int) -> list[str]:
 
 
 def nccl_multi_node_command(nodes: int, gpus_per_node: int, max_bytes: int) -> list[str]:
-    """nccl-tests across ``nodes`` nodes: one srun task (MPI rank) per GPU."""
+    """nccl-tests across ``nodes`` nodes: one srun task (MPI rank) per GPU, run with
+    ``-g 1`` (each rank drives its own GPU); container options go after ``--mpi``."""
     return [
         "srun", f"--nodes={nodes}", f"--ntasks-per-node={gpus_per_node}", "--mpi=pmix",
         NCCL_TESTS_BINARY, "-b", "8", "-e", str(max_bytes), "-f", "2", "-g", "1",

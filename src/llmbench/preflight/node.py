@@ -18,7 +18,9 @@ from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import (
     dcgm_command,
     dcgm_failures,
+    expected_bandwidth,
     health_command,
+    nccl_multi_node_command,
     nccl_single_node_command,
     parse_health_csv,
     parse_nccl_tests,
@@ -56,15 +58,20 @@ def cpu_preflight(node: str, settings: PreflightSettings) -> dict[str, Any]:
     }
 
 
+def _container(image: str) -> list[Word]:
+    """pyxis options: nccl-tests ship in the NGC framework images."""
+    return [
+        Raw(f'--container-image="${{LLMBENCH_IMAGE:-{image}}}"'),
+        "--no-container-mount-home",
+    ]
+
+
 def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
     """``preflight.sh`` of a GPU node: each check's output under its own section line."""
     nccl: list[Word] = [*nccl_single_node_command(settings.ranks, settings.max_message_bytes)]
-    if image:  # nccl-tests ship in the NGC framework images
-        nccl = [
-            "srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}",
-            Raw(f'--container-image="${{LLMBENCH_IMAGE:-{image}}}"'),
-            "--no-container-mount-home", *nccl,
-        ]  # fmt: skip
+    if image:
+        srun = ["srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}"]
+        nccl = [*srun, *_container(image), *nccl]
     return "\n".join(
         [
             "#!/usr/bin/env bash",
@@ -132,12 +139,75 @@ def node_preflight(
         return cpu_preflight(node, settings)
     script = folder / "preflight.sh"
     script.write_text(render_gpu_preflight(settings, image))
+    output = _run_script(script)
+    (folder / "preflight.log").write_text(output)
+    return gpu_result(node, settings, output)
+
+
+def render_fabric(settings: PreflightSettings, image: str | None) -> str:
+    """``fabric.sh``: nccl-tests across the sweep's largest allocation (its nodes come
+    from the job: the gate's excluded nodes are left out of it)."""
+    command: list[Word] = [
+        *nccl_multi_node_command(settings.nodes_needed, settings.ranks, settings.max_message_bytes)
+    ]
+    if image:
+        command = [*command[:4], *_container(image), *command[4:]]
+    return "\n".join(
+        [
+            "#!/usr/bin/env bash",
+            "# llmbench preflight: all-reduce across the sweep's largest allocation.",
+            "set -uo pipefail",
+            join(command),
+            "",
+        ]
+    )
+
+
+def fabric_result(settings: PreflightSettings, output: str) -> dict[str, Any]:
+    """Judge the multi-node all-reduce against the GPU type's network figure."""
+    nccl = parse_nccl_tests(output)
+    known = expected_bandwidth().get(settings.gpu_type, {})
+    expected = float(known.get("inter_node_busbw_gbps", "nan"))
+    largest = max(nccl.points, key=lambda p: p["size_bytes"], default=None)
+    busbw = largest["busbw_gbps"] if largest else None
+    problems = []
+    if busbw is None:
+        problems.append("multi-node all_reduce_perf printed no result")
+    elif nccl.wrong:
+        problems.append(f"multi-node all_reduce_perf: {nccl.wrong} wrong results")
+    elif busbw < settings.min_fraction * expected:
+        problems.append(
+            f"multi-node all-reduce bus bandwidth {busbw:.3g} GB/s below "
+            f"{settings.min_fraction:.0%} of the expected {expected:.3g} GB/s"
+        )
+    return {
+        "nodes": settings.nodes_needed,
+        "busbw_gbps": busbw,
+        "expected_busbw_gbps": expected,
+        "expected_source": known.get("source", ""),
+        "points": nccl.points,
+        "problems": problems,
+        "measured_at": _now(),
+    }
+
+
+def fabric_preflight(
+    settings: PreflightSettings, folder: Path, image: str | None
+) -> dict[str, Any]:
+    """Run ``fabric.sh`` in the allocation and judge it (the fabric rule's body)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "fabric.sh"
+    script.write_text(render_fabric(settings, image))
+    output = _run_script(script)
+    (folder / "fabric.log").write_text(output)
+    return fabric_result(settings, output)
+
+
+def _run_script(script: Path) -> str:
     try:
         proc = subprocess.run(
             ["bash", str(script)], capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S
         )
-        output = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired:
-        output = ""
-    (folder / "preflight.log").write_text(output)
-    return gpu_result(node, settings, output)
+        return ""
+    return proc.stdout + proc.stderr

@@ -32,6 +32,11 @@ class PreflightSettings:
     min_fraction: float
     iterations: int
 
+    @property
+    def fabric(self) -> bool:
+        """A multi-node all-reduce across the largest allocation runs (GPU clusters)."""
+        return self.enabled and self.gpu_type not in tiny.GPU_TYPES and self.nodes_needed > 1
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "nodes": list(self.nodes)}
 
@@ -70,12 +75,9 @@ def resolve_preflight(
     nodes = block.get("nodes")
     if enabled and not nodes:
         if launcher == "srun":
-            nodes = partition_nodes(block.get("partition"))
-            if nodes is None:
-                raise ConfigError(
-                    f"{source}: preflight: no node list and sinfo cannot list the partition; "
-                    "allowed: preflight.nodes: [node, ...]"
-                )
+            # None where Slurm cannot be asked here: the gate then stops the sweep with
+            # one line, when (and only when) training is asked for.
+            nodes = partition_nodes(block.get("partition")) or []
         else:
             nodes = [socket.gethostname().split(".")[0]]
     for node in nodes or []:

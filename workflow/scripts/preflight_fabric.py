@@ -1,0 +1,17 @@
+import sys
+from pathlib import Path
+
+from llmbench.preflight.node import fabric_preflight
+from llmbench.preflight.settings import settings_from_dict
+from llmbench.runner import write_json_atomic
+
+sys.stderr = open(snakemake.log[0], "w")
+output = Path(snakemake.output.result)
+result = fabric_preflight(
+    settings_from_dict(snakemake.params.settings),
+    output.with_suffix(""),
+    snakemake.params.image or None,
+)
+if result["problems"]:  # the largest run cannot run well here: stop before it starts
+    sys.exit(f"llmbench: error: preflight: {'; '.join(result['problems'])}")
+write_json_atomic(output, result)
