@@ -82,9 +82,11 @@ def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
 def sampler_lines(spec: RunSpec) -> list[str]:
     """Start one telemetry sampler per node beside the ranks (when the runner asks for
     telemetry) and stop it when the training step ends, however it ends. The sampler
-    runs on the host, outside the container, where nvidia-smi sees every GPU."""
+    runs on the host, outside the container; it asks for the node's GPUs (shared with the
+    ranks through ``--overlap``) so that a cgroup-constrained step still sees them."""
     sampler = (
         f"srun --overlap --nodes={spec.nodes} --ntasks-per-node=1 "
+        f"--gres=gpu:{tasks_per_node(spec)} "
         '"$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" '
         '--period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &'
     )

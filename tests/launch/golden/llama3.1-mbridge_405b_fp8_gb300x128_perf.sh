@@ -19,7 +19,7 @@ export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
-    srun --overlap --nodes=32 --ntasks-per-node=1 "$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" --period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &
+    srun --overlap --nodes=32 --ntasks-per-node=1 --gres=gpu:4 "$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" --period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &
     SAMPLERS=$!
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
