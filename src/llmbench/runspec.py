@@ -48,6 +48,9 @@ class RunSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
     as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
+    parity: dict[str, Any] = field(default_factory=dict)
+    """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
+    resolved by ``llmbench.catalog.parity``); empty for the embedded workload."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.limits``); None takes the defaults."""
 
