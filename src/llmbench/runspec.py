@@ -22,6 +22,13 @@ GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9]+_(?:weak|strong)"
 """The shape of every ``group_id``."""
 
 
+def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``{name: value}`` of one kind of a run's reference settings (``RunSpec.parity``), in
+    the data's order. Here, not in the catalog: entry points run inside a container with
+    the standard library only."""
+    return {s["name"]: s["value"] for s in parity.get("settings", []) if s["kind"] == kind}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     workload: str

@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
-from llmbench.catalog.parity import settings
 from llmbench.runspec import RunSpec
+from llmbench.runspec import parity_settings as settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
 

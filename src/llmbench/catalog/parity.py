@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from llmbench.errors import ConfigError
+from llmbench.runspec import parity_settings as settings
 
 KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging")
 _WHEN_KEYS = (
@@ -159,11 +160,6 @@ def resolve_parity(
         "settings": settings,
         "differences": list(entry.get("differences", [])),
     }
-
-
-def settings(parity: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """``{name: value}`` of one kind, in the data's order."""
-    return {s["name"]: s["value"] for s in parity.get("settings", []) if s["kind"] == kind}
 
 
 def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:

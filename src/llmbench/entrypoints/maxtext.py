@@ -13,12 +13,18 @@ from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, parse_args, pick
 from llmbench.errors import LaunchError
+from llmbench.runspec import parity_settings as settings
 
 MODELS = {("llama2-maxtext", "70b"): "llama2-70b"}
 """MaxText ``model_name`` per workload and size."""
 
-BASE_CONFIG = "MaxText/configs/base.yml"
-"""Relative to the MaxText checkout, the image's working directory."""
+TRAIN_PY = "/opt/maxtext/MaxText/train.py"
+BASE_CONFIG = "/opt/maxtext/MaxText/configs/base.yml"
+"""Where the image keeps MaxText, absolute: srun's working directory is the attempt folder
+(the parity data names the reference's paths; these are the fallback)."""
+
+SPECIAL = {"xla_combine_divisors", "train_py", "base_config"}
+"""Parity recipe settings that are not MaxText config keys (launch.sh or here use them)."""
 
 
 def config_overrides(options: EntryOptions) -> dict[str, Any]:
@@ -40,7 +46,6 @@ def config_overrides(options: EntryOptions) -> dict[str, Any]:
         "model_name": MODELS[(spec.workload, spec.size)],
         "run_name": spec.run_id,
         "base_output_directory": options.save_checkpoint or "maxtext-output",
-        "hardware": "gpu",
         "steps": options.max_steps,
         "per_device_batch_size": spec.micro_batch_size,
         "max_target_length": spec.seq_len,
@@ -54,6 +59,9 @@ def config_overrides(options: EntryOptions) -> dict[str, Any]:
     }
     if spec.dtype == "fp8":
         out["quantization"] = "fp8"
+    # The reference's config keys for the document (catalog/parity.yaml).
+    recipe = settings(spec.parity, "recipe")
+    out.update({k: v for k, v in recipe.items() if k not in SPECIAL})
     if options.profile_steps:
         start, stop = options.profile_steps
         out.update(profiler="nsys", skip_first_n_steps_for_profiler=start,
@@ -65,21 +73,31 @@ def config_overrides(options: EntryOptions) -> dict[str, Any]:
     return out
 
 
+def paths(options: EntryOptions) -> tuple[str, str]:
+    """MaxText's ``train.py`` and base config inside the image."""
+    recipe = settings(options.spec.parity, "recipe")
+    return recipe.get("train_py", TRAIN_PY), recipe.get("base_config", BASE_CONFIG)
+
+
 def argv_for(options: EntryOptions) -> list[str]:
-    """``MaxText.train.main`` argv: program, base config, then ``key=value`` overrides."""
+    """``train.py``'s argv: the script, base config, then ``key=value`` overrides."""
     pick(MODELS, options.spec, "maxtext")
-    return ["MaxText.train", BASE_CONFIG] + [
+    return [*paths(options)] + [
         f"{k}={str(v).lower() if isinstance(v, bool) else v}"
         for k, v in config_overrides(options).items()
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs MaxText
-    args = argv_for(parse_args(argv, "llmbench.entrypoints.maxtext"))  # before the heavy import
-    from MaxText import train
+    import runpy
 
-    # JAX finds the other ranks from the SLURM_* variables srun set for this task.
-    train.main(args)
+    args = argv_for(parse_args(argv, "llmbench.entrypoints.maxtext"))  # before the heavy import
+    # As ``python3 train.py ...``: the script imports its sibling modules, so its folder
+    # goes first on sys.path; hardware=gpu_multiprocess makes JAX find the other ranks
+    # from the SLURM_* variables srun set for this task.
+    sys.path.insert(0, str(Path(args[0]).parent))
+    sys.argv = args
+    runpy.run_path(args[0], run_name="__main__")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmbench.catalog.parity import settings
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
 from llmbench.errors import LaunchError
+from llmbench.runspec import parity_settings as settings
 
 RECIPES = {
     ("llama3.1-nemo", "8b"): "llama31_8b",
@@ -74,6 +74,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     spec = options.spec
     p = spec.parallelism
     strategy = "trainer.strategy."
+    fallback = pick(RECIPES, spec, "nemo2")  # also rejects a size the catalog lacks
     recipe_settings = settings(spec.parity, "recipe")
     overrides: dict[str, Any] = {
         "trainer.max_steps": options.max_steps,
@@ -125,7 +126,7 @@ def plan(options: EntryOptions) -> NemoPlan:
         kwargs["performance_mode"] = bool(recipe_settings["performance_mode"])
     null_tokenizer = settings(spec.parity, "tokenizer").get("null_tokenizer")
     return NemoPlan(
-        recipe=recipe_settings.get("recipe_module") or pick(RECIPES, spec, "nemo2"),
+        recipe=recipe_settings.get("recipe_module", fallback),
         recipe_kwargs=kwargs,
         overrides=overrides,
         fp8=spec.dtype == "fp8",

@@ -7,6 +7,7 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
 from llmbench.launch.srun import (
     STAGE_CHECK,
+    allocation_comment,
     allocation_lines,
     container_lines,
     numactl_prefix,
@@ -74,6 +75,7 @@ def _render_srun(spec: RunSpec) -> str:
     elif parts.needs_stage:
         lines.append(STAGE_CHECK)
     lines += allocation_lines()
+    lines += allocation_comment(spec)
     lines += parts.setup_lines
     env = parity_env(spec)
     if env:

@@ -3,11 +3,11 @@ enroot image through pyxis (``--container-*`` options)."""
 
 from __future__ import annotations
 
-from llmbench.catalog.parity import settings
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.words import Raw, Word
 from llmbench.runspec import RunSpec
+from llmbench.runspec import parity_settings as settings
 from llmbench.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
@@ -68,6 +68,20 @@ VBOOST = "sudo -n nvidia-smi boost-slider --vboost 1"
 def parity_env(spec: RunSpec) -> list[tuple[str, str]]:
     """The reference's environment for this run (``catalog/parity.yaml``)."""
     return [(name, str(value)) for name, value in settings(spec.parity, "env").items()]
+
+
+def allocation_comment(spec: RunSpec) -> list[str]:
+    """The job's allocation as the reference asks it (sbatch options from the job's Slurm
+    resources, ``llmbench.slurm.slurm_resources``), stated where a reader looks."""
+    sbatch = settings(spec.parity, "sbatch")
+    if not sbatch:
+        return []
+    words = ["--exclusive"] if sbatch.get("exclusive") else []
+    words += ["--mem=0 (all of the node's memory)"] if sbatch.get("mem") == "0" else []
+    if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None:
+        words.append("no --cpus-per-task (the node's CPUs shared by its ranks)")
+    words += [f"--segment={sbatch['segment']}"] if sbatch.get("segment") else []
+    return ["# Allocation as the reference: sbatch " + ", ".join(words) + "."]
 
 
 def parity_setup_lines(spec: RunSpec) -> list[str]:
