@@ -342,3 +342,14 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
         extra = 6 * (shape.vocab - catalog_shape.vocab) * shape.hidden * shape.seq_len
         assert built - model_flops_per_sample(spec.model["flops_formula"], catalog_shape) == (
             pytest.approx(extra, rel=1e-9))  # fmt: skip
+
+
+def test_docs_list_every_setting_with_its_source() -> None:
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "parity.md").read_text()
+    for documents in families().values():
+        for document, entry in documents.items():
+            assert f"— {document}" in text, document
+            for item in entry["settings"]:
+                assert f"`{item['name']}`" in text and item["source"] in text, item
