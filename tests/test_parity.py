@@ -345,11 +345,37 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
 
 
 def test_docs_list_every_setting_with_its_source() -> None:
+    from llmbench.catalog.parity import parity_markdown
     from tests.conftest import REPO
 
     text = (REPO / "docs" / "parity.md").read_text()
+    assert text.endswith(parity_markdown()), "regenerate the tables of docs/parity.md"
     for documents in families().values():
-        for document, entry in documents.items():
-            assert f"— {document}" in text, document
+        for entry in documents.values():
             for item in entry["settings"]:
                 assert f"`{item['name']}`" in text and item["source"] in text, item
+
+
+def test_maxtext_runs_the_reference_pgle_pass_first() -> None:
+    spec = next(s for s in ALL["llama2-maxtext"] if s.dtype == "fp8")
+    flags = _env(render_launch_script(spec))["XLA_FLAGS"]
+    options = EntryOptions(spec)
+    zero, other = maxtext.pgle_pass(options, 0, flags), maxtext.pgle_pass(options, 5, flags)
+    assert zero is not None and other is not None
+    nsys, profile = zero.profile_argv[: zero.profile_argv.index("python3")], zero.profile_argv
+    assert nsys[:2] == ["nsys", "profile"] and "--capture-range=cudaProfilerApi" in nsys
+    kv = dict(a.split("=", 1) for a in profile[profile.index("python3") + 3 :])
+    assert (kv["steps"], kv["profiler"], kv["skip_first_n_steps_for_profiler"]) == (
+        "15", "nsys", "9")  # fmt: skip
+    assert kv["profiler_steps"] == "3" and kv["run_name"].endswith("-prof")
+    assert kv["remat_policy"] == "custom" and kv["hardware"] == "gpu_multiprocess"
+    # Profile pass: scheduler and async collectives off; measured run: on, with the profile.
+    assert "--xla_gpu_enable_latency_hiding_scheduler=false" in zero.profile_xla_flags
+    assert "--xla_gpu_disable_async_collectives=allreduce,allgather,reducescatter" in (
+        zero.profile_xla_flags)  # fmt: skip
+    pbtxt = f"pgle/{spec.run_id}.pbtxt"
+    assert zero.perf_xla_flags == f"{flags} --xla_gpu_pgle_profile_file_or_directory_path={pbtxt}"
+    assert zero.converter_argv[-1] == pbtxt and "pgle/profile.nsys-rep" in zero.converter_argv
+    assert zero.report == "pgle/profile" and not other.report.startswith("pgle/")
+    no_pgle = dataclasses.replace(spec, parity={})
+    assert maxtext.pgle_pass(EntryOptions(no_pgle), 0, flags) is None

@@ -223,17 +223,20 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
     strategy = fdl.build(copy.deepcopy(recipe.trainer.strategy))
     plugins = recipe.trainer.plugins
     model_cfg = copy.deepcopy(recipe.model)
+    optim_cfg = copy.deepcopy(recipe.optim)
     try:
         import transformer_engine  # noqa: F401
     except ImportError:
         for name in CPU_ONLY_FUSIONS_OFF:
             setattr(model_cfg.config, name, False)
+        # The precision-aware optimizer is Transformer Engine's FusedAdam.
+        optim_cfg.config.use_precision_aware_optimizer = False
     model = fdl.build(model_cfg)
     if plugins is not None:
         precision = fdl.build(copy.deepcopy(plugins))
         model.config = update_config_with_dtype_overrides(precision.dtype_config, model.config)
     set_model_parallel_attributes(model, strategy.parallelism)
-    fdl.build(copy.deepcopy(recipe.optim))
+    fdl.build(optim_cfg)
     return text
 
 
