@@ -270,6 +270,7 @@ def test_megatron_bridge_rows_match_the_parity_table() -> None:
         for k in ("OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT"):
             env.pop(k)
         expected_env, expected_config = _mb_expected(spec)
+        h100 = spec.gpu_type == "h100"
         assert env == expected_env, spec.run_id
         assert f"$((SLURM_LOCALID / {spec.gpus_per_node // 2}))" in _srun_line(script)
         options = EntryOptions(spec)
@@ -277,6 +278,17 @@ def test_megatron_bridge_rows_match_the_parity_table() -> None:
         for key, value in expected_config.items():
             assert o.get(key, "<absent>") == value, (spec.run_id, key)
         assert megatron_bridge.recipe_call(options) == (modules[spec.size], {"mock": True})
+        ub = None  # COMM_OVERLAP_CONFIG_MAP: per size, H100 or the Blackwell shape
+        if spec.size != "8b":
+            gpu = "h100" if h100 else "b200"
+            shapes = {
+                "70b": {"h100": "h8192_tp4", "b200": "h8192_tp2"},
+                "405b": {"h100": "h16384_tp8_cp2", "b200": "h16384_tp4_cp2"},
+            }
+            shape = shapes[spec.size][gpu]
+            ub = f"userbuffers_fp8_{gpu}_{shape}_mbs1_seqlen8192"
+        recipe = {s["name"]: s["value"] for s in spec.parity["settings"] if s["kind"] == "recipe"}
+        assert recipe.get("comm_overlap.tp_comm_overlap_cfg") == ub, spec.run_id
         name, fields = megatron_bridge.precision(options)
         assert name == "bf16_with_fp8_current_scaling_mixed", spec.run_id
         assert fields == {"first_last_layers_bf16": False, "grad_reduce_in_fp32": False}

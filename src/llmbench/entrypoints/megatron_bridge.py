@@ -120,9 +120,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     config = module.pretrain_config(precision_config=mixed, **kwargs)
     cfg_name = settings(options.spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
     if cfg_name:
-        from megatron.bridge.training.comm_overlap import userbuffers
+        from megatron.bridge.training import comm_overlap  # the userbuffers configs live here
 
-        config.comm_overlap.tp_comm_overlap_cfg = getattr(userbuffers, cfg_name)
+        config.comm_overlap.tp_comm_overlap_cfg = getattr(comm_overlap, cfg_name)
     apply_overrides(config, overrides(options))
     pretrain(config, forward_step)
 
