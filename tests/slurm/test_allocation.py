@@ -47,6 +47,12 @@ rule allocation:
 """
 
 
+def _megabytes(text: str) -> float:
+    """Slurm's memory notation (``64000M``, ``62.50G``) in MB."""
+    scale = {"M": 1, "G": 1024, "T": 1024 * 1024}
+    return float(text[:-1]) * scale[text[-1]]
+
+
 def _resource_names() -> list[str]:
     (spec,) = run_specs(validate_config({"sweeps": [{**SWEEP, "scales": [8]}]}))
     return list(slurm_resources(spec, {}, 1))
@@ -78,6 +84,7 @@ def test_gpu_job_gets_whole_nodes(slurm_cluster, tmp_path: Path, scale: int) -> 
     # All CPUs and all memory of each node, 8 tasks (GPUs) per node.
     assert fields["NumCPUs"] == str(NODE_CPUS * nodes), job
     tres = dict(kv.split("=", 1) for kv in fields["TRES"].split(","))
-    assert tres["mem"] == f"{NODE_MEM_MB * nodes}M" and tres["gres/gpu"] == str(8 * nodes), job
+    assert _megabytes(tres["mem"]) == NODE_MEM_MB * nodes, job
+    assert fields["TresPerNode"] == "gres:gpu:8", job
     assert fields["NumTasks"] == str(8 * nodes), job
     assert fields["MinMemoryNode"] == "0", job  # --mem=0: the node's whole memory
