@@ -391,3 +391,38 @@ def test_maxtext_runs_the_reference_pgle_pass_first() -> None:
     assert zero.report == "pgle/profile" and not other.report.startswith("pgle/")
     no_pgle = dataclasses.replace(spec, parity={})
     assert maxtext.pgle_pass(EntryOptions(no_pgle), 0, flags) is None
+
+
+def _drop(spec: RunSpec, keep) -> RunSpec:
+    kept = [s for s in spec.parity["settings"] if keep(s)]
+    return dataclasses.replace(spec, parity={**spec.parity, "settings": kept})
+
+
+def _launch_matches(spec: RunSpec) -> bool:
+    """The NeMo 2 launch checks above, as one verdict (for the mutations)."""
+    script = render_launch_script(spec)
+    env = {k: v for k, v in _env(script).items() if not k.startswith(("OMP_", "MASTER_"))}
+    res = slurm_resources(spec, {}, 1)
+    newer = spec.model["source"].startswith("nemotron4-340b")
+    rack = newer and spec.gpus_per_node == 4 and spec.nodes > 18
+    srun = _srun_line(script)
+    return (
+        env == _nemo_expected_env(spec)
+        and "--exclusive" in res["slurm_extra"]
+        and res["mem_mb_per_cpu"] == 0
+        and res["cpus_per_task"] == -1
+        and ("vboost" in script) == (not newer)
+        and ("numactl" in srun) == newer
+        and ("--container-writable" in srun) == newer
+        and ("--segment" in res["slurm_extra"]) == rack
+    )
+
+
+@pytest.mark.parametrize("kind", ["env", "sbatch", "srun", "prefix", "node"])
+def test_dropping_a_launch_setting_breaks_nemo2_parity(kind: str) -> None:
+    specs = ALL["llama3.1-nemo"] + ALL["nemotron4-nemo"]
+    assert all(_launch_matches(s) for s in specs)
+    names = {s["name"] for spec in specs for s in spec.parity["settings"] if s["kind"] == kind}
+    for name in names:  # each setting of the class, dropped alone, is noticed on some row
+        broken = [_drop(s, lambda x, n=name: x["name"] != n) for s in specs]
+        assert not all(_launch_matches(s) for s in broken), (kind, name)
