@@ -391,6 +391,7 @@ def test_maxtext_runs_the_reference_pgle_pass_first() -> None:
     assert zero.report == "pgle/profile" and not other.report.startswith("pgle/")
     no_pgle = dataclasses.replace(spec, parity={})
     assert maxtext.pgle_pass(EntryOptions(no_pgle), 0, flags) is None
+    assert maxtext.pgle_pass(EntryOptions(spec, profile_steps=(45, 50)), 0, flags) is None
 
 
 def _drop(spec: RunSpec, keep) -> RunSpec:

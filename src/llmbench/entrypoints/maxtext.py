@@ -112,7 +112,7 @@ class PglePass:
 def pgle_pass(options: EntryOptions, rank: int, xla_flags: str) -> PglePass | None:
     """The commands of the PGLE pass for ``rank``; None where the reference runs none."""
     pgle = settings(options.spec.parity, "recipe").get("pgle")
-    if not pgle:
+    if not pgle or options.profile_steps:  # a profile run is already under nsys
         return None
     argv = argv_for(options)
     keep = [a for a in argv[2:] if a.split("=", 1)[0] not in PROFILE_KEYS]
