@@ -29,3 +29,17 @@ def test_slow_fault_delays_every_step_from_its_iteration() -> None:
 def test_unknown_kind_names_the_slow_kind() -> None:
     with pytest.raises(ValueError, match="slow"):
         fault_for("r", "sluggish@1")
+
+
+def test_slow_fault_takes_its_delay_in_seconds() -> None:
+    fault = fault_for("r", "slow=0.3@0")
+    assert fault is not None and fault.delay_s == 0.3
+    start = time.perf_counter()
+    inject(fault, 0)
+    assert time.perf_counter() - start >= 0.3
+
+
+@pytest.mark.parametrize("value", ["slow=0@1", "slow=-1@1", "slow=x@1", "nan=0.5@1", "slow=1e9@1"])
+def test_a_bad_slow_delay_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="slow=<seconds>"):
+        fault_for("r", value)

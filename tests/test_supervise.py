@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from llmbench.limits import RunLimits
 from llmbench.supervise import Ended, Outcome, last_line, supervise
@@ -109,3 +113,36 @@ def test_environment_and_folder_reach_the_command(tmp_path) -> None:
     command = ["bash", "-c", "echo $LLMBENCH_PROBE; pwd"]
     supervise(command, log, RunLimits(60, 60, 60), env, tmp_path)
     assert log.read_text().split() == ["42", str(tmp_path)]
+
+
+SUPERVISOR = """
+import sys
+from pathlib import Path
+from llmbench.limits import RunLimits
+from llmbench.supervise import supervise
+script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"
+supervise(["bash", "-c", script], Path(sys.argv[1]), RunLimits(600, 600, 600), poll_s=0.2)
+print("supervise returned")
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stopped_supervisor_ends_the_run_first(tmp_path, sig) -> None:
+    """Snakemake or scancel stopping the job: the run's processes (in sessions of their
+    own) must not outlive the supervisor, which then dies of that signal."""
+    log = tmp_path / "train.log"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, str(log)], stdout=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while len(pids_in(log) if log.exists() else []) < 2:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)
+    pids = pids_in(log)
+    supervisor.send_signal(sig)
+    out, _ = supervisor.communicate(timeout=60)
+    assert "supervise returned" not in out
+    assert supervisor.returncode != 0
+    if sig != signal.SIGINT:  # SIGINT's default handler raises KeyboardInterrupt: exit 1
+        assert supervisor.returncode == -sig
+    assert_all_gone(pids)

@@ -204,6 +204,7 @@ def _resolve_catalog(
 ) -> RunSpec:
     """A spec workload's run: the catalog row for that scale, validated there."""
     from llmbench.catalog import load_catalog
+    from llmbench.catalog.parity import built_vocab, resolve_parity
 
     catalog = load_catalog()
     try:
@@ -228,6 +229,37 @@ def _resolve_catalog(
             parse_image(image)
         except LaunchError as err:
             raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
+    parallelism = {
+        key: getattr(row, key)
+        for key in (
+            "tp",
+            "pp",
+            "cp",
+            "ep",
+            "etp",
+            "dp",
+            "vp",
+            "fsdp",
+            "ga",
+            "cuda_graphs",
+            "recompute_layers",
+            "offload_layers",
+        )
+    }
+    gpus_per_node = catalog.gpu(row.gpu_type).gpus_per_node
+    parity = resolve_parity(
+        row.workload,
+        row.source,
+        size=size,
+        dtype=dtype,
+        gpu_type=row.gpu_type,
+        nodes=row.nodes,
+        gpus_per_node=gpus_per_node,
+        parallelism=parallelism,
+    )
+    model = {"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__}
+    # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
+    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
     return RunSpec(
         workload=row.workload,
         framework=row.framework,
@@ -236,7 +268,7 @@ def _resolve_catalog(
         gpu_type=row.gpu_type,
         gpus=gpus,
         nodes=row.nodes,
-        gpus_per_node=catalog.gpu(row.gpu_type).gpus_per_node,
+        gpus_per_node=gpus_per_node,
         variant=variant,
         scaling=row.scaling,
         steps=config["steps"],
@@ -244,30 +276,15 @@ def _resolve_catalog(
         seq_len=row.seq_len,
         micro_batch_size=row.mbs,
         global_batch_size=row.gbs,
-        parallelism={
-            key: getattr(row, key)
-            for key in (
-                "tp",
-                "pp",
-                "cp",
-                "ep",
-                "etp",
-                "dp",
-                "vp",
-                "fsdp",
-                "ga",
-                "cuda_graphs",
-                "recompute_layers",
-                "offload_layers",
-            )
-        },
-        model={"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__},
+        parallelism=parallelism,
+        model=model,
         launcher=config["launcher"],
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,
         profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
         limits=_limits(config, row.framework, size, variant),
+        parity=parity,
     )
 
 

@@ -22,6 +22,13 @@ GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9]+_(?:weak|strong)"
 """The shape of every ``group_id``."""
 
 
+def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``{name: value}`` of one kind of a run's reference settings (``RunSpec.parity``), in
+    the data's order. Here, not in the catalog: entry points run inside a container with
+    the standard library only."""
+    return {s["name"]: s["value"] for s in parity.get("settings", []) if s["kind"] == kind}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     workload: str
@@ -48,6 +55,9 @@ class RunSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
     as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
+    parity: dict[str, Any] = field(default_factory=dict)
+    """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
+    resolved by ``llmbench.catalog.parity``); empty for the embedded workload."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.limits``); None takes the defaults."""
 

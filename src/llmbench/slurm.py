@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from llmbench.runspec import RunSpec
+from llmbench.runspec import parity_settings as settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
 
@@ -34,20 +35,50 @@ def slurm_extra(extras: Mapping[str, Any]) -> str:
     return shlex.join(words)
 
 
+CPU_RUN_MEM_MB_PER_CPU = 1000
+"""The embedded workload's memory per CPU (what the Slurm profile asks by default)."""
+
+SBATCH_ENVIRONMENT = {"SBATCH_MEM_PER_NODE": "0"}
+"""sbatch's environment for the whole sweep. The executor plugin rejects ``--mem`` in
+``slurm_extra``, so a training job that asks all of a node's memory (the reference's
+``--mem=0``) names no memory on sbatch's command line (``mem_mb`` and ``mem_mb_per_cpu``
+0) and sbatch takes it from here; every other job names its memory on the command line,
+which takes precedence over the environment."""
+
+
 def slurm_resources(
     spec: RunSpec,
     extras: Mapping[str, Any],
     threads_per_rank: int,
 ) -> dict[str, Any]:
-    """Resources of one training job: one task per GPU (per rank on CPUs)."""
+    """Resources of one training job: one task per GPU (per rank on CPUs).
+
+    GPU runs are allocated as the reference allocates them (``catalog/parity.yaml``, kind
+    sbatch): ``--exclusive``, all of the node's memory and no ``--cpus-per-task`` (the
+    node's CPUs are shared by its ranks; ``-1`` makes the plugin leave the option out),
+    ``--segment`` on NVL72 racks where the reference sets it.
+    """
     mpi = spec.gpus_per_node > 1
+    sbatch = settings(spec.parity, "sbatch")
+    extras = dict(extras)
+    if sbatch.get("exclusive"):
+        extras["exclusive"] = True
+    if sbatch.get("segment") and extras.get("segment") is None:
+        extras["segment"] = sbatch["segment"]
+    all_memory = sbatch.get("mem") == "0"
+    if spec.gpu_type == "cpu":
+        cpus = threads_per_rank
+    else:
+        cpus = -1 if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None else 1
     resources: dict[str, Any] = {
         "nodes": spec.nodes,
         # falsy values are left out of sbatch's arguments by the plugin
         "tasks_per_node": spec.gpus_per_node if mpi else 0,
         "tasks": 0 if mpi else spec.gpus,
         "mpi": "srun" if mpi else "",
-        "cpus_per_task": threads_per_rank if spec.gpu_type == "cpu" else 1,
+        "cpus_per_task": cpus,
+        "mem_mb": 0,
+        "mem_mb_per_cpu": 0 if all_memory else CPU_RUN_MEM_MB_PER_CPU,
         # the run's own limit (enforced by llmbench) plus the job's overhead
         "runtime": spec.limits.slurm_time_min,
         "slurm_extra": slurm_extra(extras),

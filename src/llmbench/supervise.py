@@ -14,7 +14,9 @@ the log's size. It ends the run when:
 Ending means SIGTERM to every process of the tree, by PID (checked against its start time,
 so a reused PID is never hit), SIGKILL to what is left after a grace period; processes of
 the run still alive after a normal exit are ended the same way. Nothing is ever killed by
-name.
+name. The same happens when the supervisor itself is told to stop (SIGTERM from Snakemake
+or ``scancel``, SIGINT, SIGHUP): the run's tree lives in sessions of its own and would
+otherwise outlive it; then the supervisor dies of that signal.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +84,40 @@ class _Tree:
         return [p for p in self.seen.values() if _running(p)]
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """While supervising, a stop signal raises ``_Stopped`` (signal handlers can only be
+    set from the main thread; elsewhere the caller's handlers stay)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore_stop_signals() -> None:
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def _running(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -104,6 +141,27 @@ def supervise(
     yet (it is asked only while the answer is no, and only when the log grew).
     ``outside_pids()`` names processes of the run that are not descendants of the command
     (Slurm's step tasks on this node)."""
+    try:
+        with _stop_signals_raise():
+            return _supervise(
+                command, log_path, limits, env, cwd, has_started, outside_pids, poll_s, grace_s
+            )
+    except _Stopped as stopped:  # the tree was ended; now die of the signal as asked
+        signal.raise_signal(stopped.signum)
+        raise SystemExit(128 + stopped.signum) from None  # a handler that did not exit
+
+
+def _supervise(
+    command: Sequence[str],
+    log_path: Path,
+    limits: RunLimits,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    has_started: Callable[[Path], bool],
+    outside_pids: Callable[[], Iterable[int]] | None,
+    poll_s: float,
+    grace_s: float,
+) -> Outcome:
     start = time.monotonic()
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
@@ -116,6 +174,26 @@ def supervise(
             start_new_session=True,
         )
     tree = _Tree(psutil.Process(proc.pid), outside_pids)
+    try:
+        return _watch(proc, tree, log_path, limits, has_started, poll_s, grace_s, start)
+    except _Stopped:
+        _ignore_stop_signals()  # a second signal must not cut the ending short
+        tree.refresh()
+        _end(tree.alive(), grace_s)
+        proc.wait()
+        raise
+
+
+def _watch(
+    proc: subprocess.Popen,
+    tree: _Tree,
+    log_path: Path,
+    limits: RunLimits,
+    has_started: Callable[[Path], bool],
+    poll_s: float,
+    grace_s: float,
+    start: float,
+) -> Outcome:
     size, grown_at, started, ended_by, detail = -1, start, False, "", ""
     while True:
         tree.refresh()

@@ -21,7 +21,8 @@ SPECS = {s.workload: s for s in first_scale_specs() if s.variant == "perf"}
 
 def test_nemo2_plan_llama_8b() -> None:
     plan = nemo2.plan(EntryOptions(SPECS["llama3.1-nemo"]))
-    assert plan.recipe == "llama31_8b"
+    assert plan.recipe == "llama3_8b"  # the reference's module (catalog/parity.yaml)
+    assert plan.recipe_kwargs["performance_mode"] is True and plan.tokenizer_vocab_size == 128255
     assert plan.recipe_kwargs["num_nodes"] == 1 and plan.recipe_kwargs["num_gpus_per_node"] == 8
     o = plan.overrides
     assert o["trainer.max_steps"] == 50
@@ -56,7 +57,9 @@ def test_apply_overrides_sets_dotted_paths() -> None:
 def test_megatron_bridge_overrides() -> None:
     spec = SPECS["llama3.1-mbridge"]
     o = megatron_bridge.overrides(EntryOptions(spec, save_checkpoint="ck"))
-    assert o["mixed_precision"] == megatron_bridge.FP8_RECIPE  # the first row is fp8
+    name, fields = megatron_bridge.precision(EntryOptions(spec))  # the first row is fp8
+    assert name == megatron_bridge.FP8_RECIPE and "mixed_precision" not in o
+    assert fields == {"first_last_layers_bf16": False, "grad_reduce_in_fp32": False}
     assert o["model.tensor_model_parallel_size"] == spec.parallelism["tp"]
     assert o["train.global_batch_size"] == spec.global_batch_size
     assert o["checkpoint.save"] == "ck" and o["checkpoint.save_interval"] == 50
@@ -67,7 +70,7 @@ def test_megatron_bridge_overrides() -> None:
 def test_maxtext_argv() -> None:
     spec = dataclasses.replace(SPECS["llama2-maxtext"], dtype="fp8")
     argv = maxtext.argv_for(EntryOptions(spec, profile_steps=(45, 50)))
-    assert argv[:2] == ["MaxText.train", maxtext.BASE_CONFIG]
+    assert argv[:2] == [maxtext.TRAIN_PY, maxtext.BASE_CONFIG]
     kv = dict(a.split("=", 1) for a in argv[2:])
     assert kv["per_device_batch_size"] == "2" and kv["dataset_type"] == "synthetic"
     assert (kv["ici_fsdp_parallelism"], kv["dcn_fsdp_parallelism"]) == ("8", "8")  # 64 GPUs

@@ -18,6 +18,12 @@ from tests.conftest import snakemake, snakemake_command, tiny_config, write_conf
 pytestmark = pytest.mark.workflow
 
 SLOW_RUN = "tiny-llama_tiny_fp32_cpux2_perf"
+SLOW_STEP_S = 1.0
+"""Added to each step of the slowed run: ~20x a tiny CPU step, beyond what load on a shared
+2-core machine does to a step between two sweeps."""
+TOLERANCE = 0.95
+"""compare's widest tolerance: only a run almost 2x slower is flagged, which load alone
+rarely does to a one-rank run and the slowed run always does (over 5x)."""
 
 
 def llmbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -33,7 +39,7 @@ def two_sweeps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Pat
     history = root / "history"
     config = tiny_config(history={"path": str(history), "add": True, "cluster": "ci"})
     workdirs, ids = [], []
-    for i, fault in enumerate(("", f"slow@0:{SLOW_RUN}")):
+    for i, fault in enumerate(("", f"slow={SLOW_STEP_S}@0:{SLOW_RUN}")):
         workdir = root / f"sweep{i}"
         workdir.mkdir()
         write_config(workdir, config)
@@ -61,20 +67,19 @@ def test_both_sweeps_are_in_the_history(two_sweeps) -> None:
 
 
 def test_compare_flags_exactly_the_slowed_key(two_sweeps) -> None:
-    """At a 20 % tolerance: with two sweeps the history cannot yet tell the key's
-    run-to-run spread, and this shared test machine's load can shift a CPU run's step
-    time by more than 5 % between two sweeps minutes apart; the slowed run (+0.1 s on
-    ~0.05 s steps) is far beyond either (benchmarks/compare_false_alarms.py measures the
-    default tolerance)."""
+    """With two sweeps the history cannot yet tell a key's run-to-run spread, and a shared
+    machine's load can slow a CPU run severalfold between two sweeps minutes apart, so the
+    tolerance is wide and the slowdown wider (benchmarks/compare_false_alarms.py measures
+    the default tolerance)."""
     _, workdirs, ids = two_sweeps
-    args = ("compare", ids[0], ids[1], "--tolerance", "0.2", "--format", "json")
+    args = ("compare", ids[0], ids[1], "--tolerance", str(TOLERANCE), "--format", "json")
     proc = llmbench(*args, cwd=workdirs[1])
     assert proc.returncode == 1, proc.stdout + proc.stderr  # a regression: non-zero
     keys = {f"{k['workload']}_{k['size']}_{k['dtype']}_{k['gpu_type']}x{k['gpus']}_perf": k
             for k in json.loads(proc.stdout)["keys"]}  # fmt: skip
     assert set(keys) == {SLOW_RUN, "tiny-llama_tiny_fp32_cpux1_perf"}
     assert keys[SLOW_RUN]["verdict"] == "slower", keys[SLOW_RUN]
-    assert keys[SLOW_RUN]["ci_low"] > 1.2
+    assert keys[SLOW_RUN]["ci_low"] > 1 + TOLERANCE
     other = keys["tiny-llama_tiny_fp32_cpux1_perf"]
     assert other["verdict"] in ("same", "insufficient data"), other
 

@@ -6,7 +6,7 @@ import sys
 from llmbench.attempts import nodes_to_avoid, retry_token
 from llmbench.config import validate_and_expand
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
-from llmbench.slurm import slurm_resources
+from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
 from llmbench.stage import (
     IMAGES_DIR,
     checkpoint_source,
@@ -32,6 +32,9 @@ except ConfigError as err:
 config.update(CONFIG)
 
 RUNS = {spec.run_id: spec for spec in _specs}
+# sbatch reads a training job's "all of the node's memory" from here (llmbench.slurm).
+for _name, _value in SBATCH_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"

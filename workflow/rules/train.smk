@@ -23,6 +23,8 @@ rule train:
         nodes=get_train_resources("nodes"),
         tasks_per_node=get_train_resources("tasks_per_node"),
         cpus_per_task=get_train_resources("cpus_per_task"),
+        mem_mb=get_train_resources("mem_mb"),
+        mem_mb_per_cpu=get_train_resources("mem_mb_per_cpu"),
         tasks=get_train_resources("tasks"),
         mpi=get_train_resources("mpi"),
         gres=get_train_resources("gres"),

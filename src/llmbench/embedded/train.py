@@ -36,7 +36,8 @@ FAULT_ENV = "LLMBENCH_FAULT"
 """Fault injection for tests of failure handling:
 ``<kind>@<iteration>[:<run-id glob>[:<attempt>]]`` with kind ``oom`` (raises the error a
 CUDA OOM raises), ``exception``, ``nan`` (the loss becomes NaN), ``hang`` (sleeps until
-killed) or ``slow`` (every step from that iteration on takes ``SLOW_STEP_S`` longer); with
+killed) or ``slow`` (every step from that iteration on takes ``SLOW_STEP_S`` longer, or
+``<seconds>`` longer when written ``slow=<seconds>``); with
 ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails. A ``hang`` at an
 iteration equal to the number of steps strikes after the last step (a run that finished but
 does not exit)."""
@@ -51,6 +52,7 @@ SLOW_STEP_S = 0.1
 class Fault:
     kind: str
     iteration: int
+    delay_s: float = SLOW_STEP_S
 
 
 def fault_for(run_id: str, value: str | None, attempt: int | None = None) -> Fault | None:
@@ -62,14 +64,26 @@ def fault_for(run_id: str, value: str | None, attempt: int | None = None) -> Fau
     if only_attempt and (not only_attempt.isdigit() or int(only_attempt) != attempt):
         return None
     kind, _, iteration = spec.partition("@")
-    if kind not in FAULT_KINDS or not iteration.isdigit():
+    kind, _, delay = kind.partition("=")
+    if (
+        kind not in FAULT_KINDS
+        or not iteration.isdigit()
+        or (delay and (kind != "slow" or not _is_positive_number(delay)))
+    ):
         raise ValueError(
             f"{FAULT_ENV}={value!r}: expected <kind>@<iteration>[:<run glob>], "
-            f"kind one of {', '.join(FAULT_KINDS)}"
+            f"kind one of {', '.join(FAULT_KINDS)} (slow=<seconds> for a slow step)"
         )
     if pattern and not fnmatch.fnmatchcase(run_id, pattern):
         return None
-    return Fault(kind, int(iteration))
+    return Fault(kind, int(iteration), float(delay) if delay else SLOW_STEP_S)
+
+
+def _is_positive_number(text: str) -> bool:
+    try:
+        return 0 < float(text) < HANG_LIMIT_S
+    except ValueError:
+        return False
 
 
 def inject(fault: Fault | None, iteration: int) -> bool:
@@ -79,7 +93,7 @@ def inject(fault: Fault | None, iteration: int) -> bool:
         return False
     if fault.kind == "slow":  # inside the timed step: a degraded node, not a failure
         if iteration >= fault.iteration:
-            time.sleep(SLOW_STEP_S)
+            time.sleep(fault.delay_s)
         return False
     if iteration != fault.iteration:
         return False

@@ -13,15 +13,43 @@ from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
 from llmbench.errors import LaunchError
+from llmbench.runspec import parity_settings as settings
 
 RECIPES = {
-    ("llama3.1-mbridge", "8b"): "llama31_8b_pretrain_config",
-    ("llama3.1-mbridge", "70b"): "llama31_70b_pretrain_config",
-    ("llama3.1-mbridge", "405b"): "llama31_405b_pretrain_config",
+    ("llama3.1-mbridge", "8b"): "llama3_8b",
+    ("llama3.1-mbridge", "70b"): "llama3_70b",
+    ("llama3.1-mbridge", "405b"): "llama31_405b",
 }
-"""Function in ``megatron.bridge.recipes.llama`` per workload and size."""
+"""Module in ``megatron.bridge.recipes.llama`` (its ``pretrain_config``) per workload and size,
+as the reference calls them at Megatron-Bridge f23d790 (catalog/parity.yaml)."""
+
+SPECIAL = {"recipe_module", "mixed_precision", "comm_overlap.tp_comm_overlap_cfg"}
+"""Parity recipe settings the entry point builds itself; every other one is a dotted path."""
+
+
+def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
+    """``megatron.bridge.recipes.llama.<module>.pretrain_config`` and its arguments."""
+    spec = options.spec
+    recipe = settings(spec.parity, "recipe")
+    module = recipe.get("recipe_module", pick(RECIPES, spec, "megatron-bridge"))
+    return module, {"mock": True}
+
 
 FP8_RECIPE = "bf16_with_fp8_current_scaling_mixed"
+"""The reference's FP8 recipe (current scaling) when the parity data names none."""
+
+
+def precision(options: EntryOptions) -> tuple[str, dict[str, Any]]:
+    """The mixed-precision config function and the fields set on the object it returns.
+
+    An object, not the recipe name as a string: with a string, Megatron-Bridge applies the
+    recipe's defaults (first/last layers in BF16, gradient reduction in FP32) over ours.
+    """
+    spec = options.spec
+    recipe = settings(spec.parity, "recipe")
+    name = recipe.get("mixed_precision", FP8_RECIPE) if spec.dtype == "fp8" else "bf16_mixed"
+    prefix = "mixed_precision."
+    return name, {k[len(prefix) :]: v for k, v in recipe.items() if k.startswith(prefix)}
 
 
 def overrides(options: EntryOptions) -> dict[str, Any]:
@@ -39,7 +67,6 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         "model.pipeline_model_parallel_size": p.get("pp", 1),
         "model.context_parallel_size": p.get("cp", 1),
         "model.virtual_pipeline_model_parallel_size": p.get("vp"),
-        "mixed_precision": FP8_RECIPE if spec.dtype == "fp8" else "bf16_mixed",
     }
     if p.get("ep"):
         out["model.expert_model_parallel_size"] = p["ep"]
@@ -56,6 +83,10 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
     if p.get("offload_layers"):
         out["model.cpu_offloading"] = True
         out["model.cpu_offloading_num_layers"] = p["offload_layers"]
+    # The reference's settings for the document (they win over the row's columns).
+    recipe = settings(spec.parity, "recipe")
+    out.update({k: v for k, v in recipe.items() if k not in SPECIAL and not k.startswith("mixed_")})
+    out.update(settings(spec.parity, "logging"))
     if options.profile_steps:
         out["profiling.use_nsys_profiler"] = True
         out["profiling.profile_step_start"], out["profiling.profile_step_end"] = (
@@ -70,18 +101,30 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs the library
+    import importlib
+
     options = parse_args(argv, "llmbench.entrypoints.megatron_bridge")
-    name = pick(RECIPES, options.spec, "megatron-bridge")
-    from megatron.bridge.recipes import llama
+    module_name, kwargs = recipe_call(options)
+    precision_name, precision_fields = precision(options)
+    from megatron.bridge.training import mixed_precision
     from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.pretrain import pretrain
 
-    if not hasattr(llama, name):
-        found = ", ".join(n for n in dir(llama) if n.endswith("pretrain_config"))
-        raise LaunchError(f"megatron.bridge.recipes.llama has no {name}; found: {found}")
-    config = getattr(llama, name)()
+    try:
+        module = importlib.import_module(f"megatron.bridge.recipes.llama.{module_name}")
+    except ImportError as exc:
+        raise LaunchError(f"megatron.bridge.recipes.llama.{module_name}: {exc}") from None
+    mixed = getattr(mixed_precision, precision_name)()
+    for name, value in precision_fields.items():
+        setattr(mixed, name, value)
+    config = module.pretrain_config(precision_config=mixed, **kwargs)
+    cfg_name = settings(options.spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
+    if cfg_name:
+        from megatron.bridge.training import comm_overlap  # the userbuffers configs live here
+
+        config.comm_overlap.tp_comm_overlap_cfg = getattr(comm_overlap, cfg_name)
     apply_overrides(config, overrides(options))
-    pretrain(config, forward_step)  # mock data is the recipes' default
+    pretrain(config, forward_step)
 
 
 if __name__ == "__main__":

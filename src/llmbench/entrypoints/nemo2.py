@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
+from llmbench.errors import LaunchError
+from llmbench.runspec import parity_settings as settings
 
 RECIPES = {
     ("llama3.1-nemo", "8b"): "llama31_8b",
@@ -29,6 +31,17 @@ RECIPES = {
 """``nemo.collections.llm.<name>.pretrain_recipe`` per workload and size."""
 
 
+SPECIAL = {"recipe_module", "performance_mode", "fp8_recipe", "tp_comm_overlap_cfg",
+           "overlap_param_gather_with_optimizer_step", "data.num_train_samples"}  # fmt: skip
+"""Parity recipe settings the entry point applies itself; every other one is a dotted path."""
+
+FP8_RECIPES = {
+    "delayed": "bf16_with_fp8_mixed",
+    "current_scaling": "bf16_with_fp8_current_scaling_mixed",
+}
+"""``nemo.collections.llm.recipes.precision.mixed_precision`` function per FP8 recipe."""
+
+
 @dataclass(frozen=True)
 class NemoPlan:
     """Everything the entry point does to the recipe, as data."""
@@ -37,16 +50,32 @@ class NemoPlan:
     recipe_kwargs: dict[str, Any]
     overrides: dict[str, Any]
     fp8: bool = False
+    fp8_recipe: str = "delayed"
     pipeline_bf16: bool = False
     profile_steps: tuple[int, int] | None = None
     checkpoint: dict[str, Any] = field(default_factory=dict)
+    comm_overlap: dict[str, Any] = field(default_factory=dict)
+    """MegatronCommOverlapCallback fields: ``tp_comm_overlap_cfg`` (a userbuffers config
+    name) and ``overlap_param_gather_with_optimizer_step``."""
+    tokenizer_vocab_size: int | None = None
+    """``NullTokenizer(vocab_size)``: the model's real vocabulary, nothing downloaded."""
+
+
+def _num_train_samples(rule: str, steps: int, spec: Any) -> int:
+    """One epoch for the whole run, as the reference sizes the mock data."""
+    factor = spec.global_batch_size * (spec.micro_batch_size if rule == "steps_x_gbs_x_mbs" else 1)
+    return steps * factor
 
 
 def plan(options: EntryOptions) -> NemoPlan:
-    """Recipe name, its arguments and the dotted-path overrides for one run."""
+    """Recipe name, its arguments and the dotted-path overrides for one run: the catalog
+    row's parallelism and batch sizes, then the reference's settings for its document
+    (``run_spec.json`` "parity", from ``catalog/parity.yaml``)."""
     spec = options.spec
     p = spec.parallelism
     strategy = "trainer.strategy."
+    fallback = pick(RECIPES, spec, "nemo2")  # also rejects a size the catalog lacks
+    recipe_settings = settings(spec.parity, "recipe")
     overrides: dict[str, Any] = {
         "trainer.max_steps": options.max_steps,
         "trainer.limit_val_batches": 0.0,  # timing runs: no validation passes
@@ -65,26 +94,68 @@ def plan(options: EntryOptions) -> NemoPlan:
         overrides[strategy + "expert_model_parallel_size"] = p["ep"]
     if spec.size.endswith("-proxy") and "layers" in spec.model:
         overrides["model.config.num_layers"] = spec.model["layers"]
+    overrides.update({k: v for k, v in recipe_settings.items() if k not in SPECIAL})
+    if "data.num_train_samples" in recipe_settings:
+        rule = recipe_settings["data.num_train_samples"]
+        overrides["data.num_train_samples"] = _num_train_samples(rule, options.max_steps, spec)
+    logging = settings(spec.parity, "logging")
+    if options.save_checkpoint:
+        logging.pop("log.ckpt", None)  # the checkpoint variant keeps the checkpoint callback
+    overrides.update(logging)
+    comm_overlap = {
+        k: recipe_settings[k]
+        for k in ("tp_comm_overlap_cfg", "overlap_param_gather_with_optimizer_step")
+        if k in recipe_settings
+    }
+    if options.save_checkpoint or options.load_checkpoint:
+        # The reference turns it off with checkpointing (it cannot save with it on).
+        comm_overlap["overlap_param_gather_with_optimizer_step"] = False
     checkpoint: dict[str, Any] = {}
     if options.save_checkpoint:
         checkpoint["save_dir"] = options.save_checkpoint
         overrides["log.log_dir"] = options.save_checkpoint
     if options.load_checkpoint:
         checkpoint["load_dir"] = options.load_checkpoint
+    kwargs: dict[str, Any] = {
+        "name": spec.run_id,
+        "dir": options.save_checkpoint or ".",
+        "num_nodes": spec.nodes,
+        "num_gpus_per_node": spec.gpus // spec.nodes,
+    }
+    if "performance_mode" in recipe_settings:
+        kwargs["performance_mode"] = bool(recipe_settings["performance_mode"])
+    null_tokenizer = settings(spec.parity, "tokenizer").get("null_tokenizer")
     return NemoPlan(
-        recipe=pick(RECIPES, spec, "nemo2"),
-        recipe_kwargs={
-            "name": spec.run_id,
-            "dir": options.save_checkpoint or ".",
-            "num_nodes": spec.nodes,
-            "num_gpus_per_node": spec.gpus // spec.nodes,
-        },
+        recipe=recipe_settings.get("recipe_module", fallback),
+        recipe_kwargs=kwargs,
         overrides=overrides,
         fp8=spec.dtype == "fp8",
+        fp8_recipe=recipe_settings.get("fp8_recipe", "delayed"),
         pipeline_bf16=p.get("pp", 1) > 1,
         profile_steps=options.profile_steps,
         checkpoint=checkpoint,
+        comm_overlap=comm_overlap,
+        tokenizer_vocab_size=int(null_tokenizer["vocab_size"]) if null_tokenizer else None,
     )
+
+
+def _comm_overlap_index(callbacks: Sequence[Any]) -> int | None:
+    from nemo.lightning.pytorch.callbacks.megatron_comm_overlap import MegatronCommOverlapCallback
+
+    for index, callback in enumerate(callbacks or []):
+        if getattr(callback, "__fn_or_cls__", None) is MegatronCommOverlapCallback:
+            return index
+    return None
+
+
+def _userbuffers_config(name: str) -> Any:  # pragma: no cover - needs NeMo
+    """A userbuffers config by name, as a serialisable ``run.Config`` (they are dataclasses)."""
+    import fiddle as fdl
+    import nemo_run as run
+    from fiddle._src.experimental import dataclasses as fdl_dc
+    from nemo.collections.llm.recipes.tp_overlap_configs import userbuffers
+
+    return fdl.cast(run.Config, fdl_dc.convert_dataclasses_to_configs(getattr(userbuffers, name)))
 
 
 def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
@@ -92,14 +163,25 @@ def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
     import torch
     from nemo import lightning as nl
     from nemo.collections import llm
+    from nemo.collections.common.tokenizers.null_tokenizer import NullTokenizer
+    from nemo.collections.llm.recipes.precision import mixed_precision
     from nemo.lightning.pytorch.callbacks import NsysCallback
 
     recipe = getattr(llm, the_plan.recipe).pretrain_recipe(**the_plan.recipe_kwargs)
-    apply_overrides(recipe, the_plan.overrides)
     if the_plan.fp8:
-        from nemo.collections.llm.recipes.precision.mixed_precision import bf16_with_fp8_mixed
-
-        recipe.trainer.plugins = bf16_with_fp8_mixed()
+        # Before the overrides: the parity settings then adjust the new plugin.
+        recipe.trainer.plugins = getattr(mixed_precision, FP8_RECIPES[the_plan.fp8_recipe])()
+    apply_overrides(recipe, the_plan.overrides)
+    if the_plan.tokenizer_vocab_size is not None:
+        recipe.data.tokenizer = run.Config(NullTokenizer, vocab_size=the_plan.tokenizer_vocab_size)
+    if the_plan.comm_overlap:
+        index = _comm_overlap_index(recipe.trainer.callbacks)
+        if index is None:
+            raise LaunchError(f"{the_plan.recipe}: performance mode added no comm-overlap callback")
+        callback = recipe.trainer.callbacks[index]
+        for name, value in the_plan.comm_overlap.items():
+            is_cfg = name == "tp_comm_overlap_cfg"
+            setattr(callback, name, _userbuffers_config(value) if is_cfg else value)
     if the_plan.pipeline_bf16:
         recipe.trainer.strategy.pipeline_dtype = torch.bfloat16
     if the_plan.profile_steps:
@@ -141,17 +223,20 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
     strategy = fdl.build(copy.deepcopy(recipe.trainer.strategy))
     plugins = recipe.trainer.plugins
     model_cfg = copy.deepcopy(recipe.model)
+    optim_cfg = copy.deepcopy(recipe.optim)
     try:
         import transformer_engine  # noqa: F401
     except ImportError:
         for name in CPU_ONLY_FUSIONS_OFF:
             setattr(model_cfg.config, name, False)
+        # The precision-aware optimizer is Transformer Engine's FusedAdam.
+        optim_cfg.config.use_precision_aware_optimizer = False
     model = fdl.build(model_cfg)
     if plugins is not None:
         precision = fdl.build(copy.deepcopy(plugins))
         model.config = update_config_with_dtype_overrides(precision.dtype_config, model.config)
     set_model_parallel_attributes(model, strategy.parallelism)
-    fdl.build(copy.deepcopy(recipe.optim))
+    fdl.build(optim_cfg)
     return text
 
 

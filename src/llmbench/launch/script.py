@@ -7,8 +7,12 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
 from llmbench.launch.srun import (
     STAGE_CHECK,
+    allocation_comment,
     allocation_lines,
     container_lines,
+    numactl_prefix,
+    parity_env,
+    parity_setup_lines,
     sampler_lines,
     srun_words,
 )
@@ -72,11 +76,19 @@ def _render_srun(spec: RunSpec) -> str:
     elif parts.needs_stage:
         lines.append(STAGE_CHECK)
     lines += allocation_lines()
+    lines += allocation_comment(spec)
     lines += parts.setup_lines
-    lines += [f"export {name}={value}" for name, value in parts.env]
+    env = parity_env(spec)
+    if env:
+        reference = spec.parity["reference"]
+        lines.append(f"# The reference's environment ({reference}); sources: run_spec.json.")
+    env += parts.env
+    lines += [f"export {name}={join([value])}" for name, value in env]
+    lines += parity_setup_lines(spec)
     lines.append("# HF_TOKEN, if needed, comes from the caller's environment, by name only.")
     groups: list[list[Word]] = [
-        *srun_words(spec, [name for name, _ in parts.env]),
+        *srun_words(spec, [name for name, _ in env]),
+        numactl_prefix(spec),
         parts.prefix,
         entry_command(spec, parts.entry_args),
     ]

@@ -7,6 +7,7 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.words import Raw, Word
 from llmbench.runspec import RunSpec
+from llmbench.runspec import parity_settings as settings
 from llmbench.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
@@ -56,6 +57,56 @@ def container_lines(imported: ImageImport) -> list[str]:
     ]
 
 
+PYXIS_OPTIONS = ("--container-writable",)
+"""Reference srun options that exist only with a container (pyxis)."""
+
+VBOOST = "sudo -n nvidia-smi boost-slider --vboost 1"
+"""Steers power to the tensor cores (the reference's PerfEnvPlugin(enable_vboost=True));
+``-n``: fail instead of waiting for a password where sudo needs one."""
+
+
+def parity_env(spec: RunSpec) -> list[tuple[str, str]]:
+    """The reference's environment for this run (``catalog/parity.yaml``)."""
+    return [(name, str(value)) for name, value in settings(spec.parity, "env").items()]
+
+
+def allocation_comment(spec: RunSpec) -> list[str]:
+    """The job's allocation as the reference asks it (sbatch options from the job's Slurm
+    resources, ``llmbench.slurm.slurm_resources``), stated where a reader looks."""
+    sbatch = settings(spec.parity, "sbatch")
+    if not sbatch:
+        return []
+    words = ["--exclusive"] if sbatch.get("exclusive") else []
+    words += ["--mem=0 (all of the node's memory)"] if sbatch.get("mem") == "0" else []
+    if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None:
+        words.append("no --cpus-per-task (the node's CPUs shared by its ranks)")
+    words += [f"--segment={sbatch['segment']}"] if sbatch.get("segment") else []
+    return ["# Allocation as the reference: sbatch " + ", ".join(words) + "."]
+
+
+def parity_setup_lines(spec: RunSpec) -> list[str]:
+    """Once-per-node setup the reference runs before the ranks start (vboost)."""
+    if not settings(spec.parity, "node").get("vboost"):
+        return []
+    return [
+        "# vboost once per node, as the reference; a node that refuses it only logs a warning.",
+        f"srun --nodes={spec.nodes} --ntasks-per-node=1 {VBOOST} \\",
+        '    || echo "llmbench: vboost not set (needs passwordless sudo)" >&2',
+    ]
+
+
+def numactl_prefix(spec: RunSpec) -> list[Word]:
+    """Each rank bound to its NUMA node, ``SLURM_LOCALID / (GPUs per node / 2)``, as the
+    reference's executors do; srun sets SLURM_LOCALID per task, so a small shell evaluates
+    it in the task."""
+    if not settings(spec.parity, "prefix").get("numactl"):
+        return []
+    per_domain = max(1, spec.gpus_per_node // 2)
+    node = f"$((SLURM_LOCALID / {per_domain}))"
+    script = f'exec numactl --cpunodebind={node} --membind={node} "$@"'
+    return ["bash", "-c", script, "numactl"]
+
+
 def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
     """``srun`` with its options, then the pyxis container options (if any)."""
     launcher: list[Word] = [
@@ -74,6 +125,7 @@ def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
         Raw(f'--container-mounts="{mounts}"'),
         Raw('--container-workdir="$PWD"'),
         "--no-container-mount-home",
+        *(o for o in PYXIS_OPTIONS if settings(spec.parity, "srun").get(o)),
         "--container-env=" + ",".join([*PASSED_BY_NAME, *container_env]),
     ]
     return [launcher, container]

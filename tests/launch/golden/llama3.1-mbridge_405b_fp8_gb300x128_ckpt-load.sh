@@ -16,6 +16,20 @@ NODELIST="$(squeue -h -j "$SLURM_JOB_ID" -o %N)"
 # LLMBENCH_MASTER_ADDR overrides where node names do not resolve (docs/slurm.md).
 export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST" | sed -n 1p)}"
 export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
+# Allocation as the reference: sbatch --exclusive, --mem=0 (all of the node's memory), no --cpus-per-task (the node's CPUs shared by its ranks).
+# The reference's environment (DGXC llama3.1/ @v25.10 (launch.sh), MB @f23d790 (branch llmb-r0.1.0: scripts/performance/run_script.py, utils/helpers.py, utils/executors.py, setup_experiment.py)); sources: run_spec.json.
+export TORCH_NCCL_AVOID_RECORD_STREAMS=1
+export NCCL_NVLS_ENABLE=0
+export NVTE_FLASH_ATTN=1
+export NVTE_FUSED_ATTN=1
+export NVTE_NORM_FWD_USE_CUDNN=1
+export NVTE_NORM_BWD_USE_CUDNN=1
+export NVTE_FWD_LAYERNORM_SM_MARGIN=16
+export NVTE_BWD_LAYERNORM_SM_MARGIN=16
+export NCCL_NET_GDR_LEVEL=PHB
+export NCCL_NET_GDR_C2C=1
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+export CUDA_DEVICE_MAX_CONNECTIONS=32
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
@@ -24,5 +38,6 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=32 --ntasks-per-node=4 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,NVTE_NORM_FWD_USE_CUDNN,NVTE_NORM_BWD_USE_CUDNN,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C,PYTORCH_CUDA_ALLOC_CONF,CUDA_DEVICE_MAX_CONNECTIONS \
+    bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 2)) --membind=$((SLURM_LOCALID / 2)) "$@"' numactl \
     python3 /opt/llmbench/src/llmbench/entrypoints/megatron_bridge.py --spec run_spec.json --load-checkpoint "${LOAD_CHECKPOINT_PATH:-$LLMBENCH_STAGE_PATH/checkpoints/llama3.1-mbridge_405b_fp8_gb300x128_ckpt-save}"

@@ -16,6 +16,18 @@ NODELIST="$(squeue -h -j "$SLURM_JOB_ID" -o %N)"
 # LLMBENCH_MASTER_ADDR overrides where node names do not resolve (docs/slurm.md).
 export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST" | sed -n 1p)}"
 export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
+# Allocation as the reference: sbatch --exclusive, --mem=0 (all of the node's memory), no --cpus-per-task (the node's CPUs shared by its ranks).
+# The reference's environment (DGXC llama3.1/ @v25.04.02 (pretrain_llama31.py, llama31_utils.py), NeMo @d2b2155); sources: run_spec.json.
+export TORCH_NCCL_AVOID_RECORD_STREAMS=1
+export NCCL_NVLS_ENABLE=0
+export NVTE_FLASH_ATTN=1
+export NVTE_FUSED_ATTN=1
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+export NVTE_FWD_LAYERNORM_SM_MARGIN=16
+export NVTE_BWD_LAYERNORM_SM_MARGIN=16
+# vboost once per node, as the reference; a node that refuses it only logs a warning.
+srun --nodes=1 --ntasks-per-node=1 sudo -n nvidia-smi boost-slider --vboost 1 \
+    || echo "llmbench: vboost not set (needs passwordless sudo)" >&2
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
@@ -24,6 +36,6 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=1 --ntasks-per-node=8 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN \
     nsys profile -s none -t cuda,nvtx --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true -o 'profile_%q{SLURM_JOB_ID}_%q{SLURM_NODEID}_%q{SLURM_LOCALID}' \
     python3 /opt/llmbench/src/llmbench/entrypoints/nemo2.py --spec run_spec.json --profile-steps 20 25

@@ -16,6 +16,7 @@ NODELIST="$(squeue -h -j "$SLURM_JOB_ID" -o %N)"
 # LLMBENCH_MASTER_ADDR overrides where node names do not resolve (docs/slurm.md).
 export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST" | sed -n 1p)}"
 export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
+# Allocation as the reference: sbatch --exclusive, --mem=0 (all of the node's memory), no --cpus-per-task (the node's CPUs shared by its ranks), --segment=16.
 # Profile global ranks 0-8 only; the other ranks run unprofiled.
 cat > nsys_ranks.sh <<'EOF'
 case ",0,1,2,3,4,5,6,7,8," in
@@ -23,6 +24,17 @@ case ",0,1,2,3,4,5,6,7,8," in
 *) exec "$@" ;;
 esac
 EOF
+# The reference's environment (DGXC nemotron4-340b/ @v25.12.02, NeMo @1f422a1 (scripts/performance/helpers.py, executors.py)); sources: run_spec.json.
+export TORCH_NCCL_AVOID_RECORD_STREAMS=1
+export NCCL_NVLS_ENABLE=0
+export NVTE_FLASH_ATTN=1
+export NVTE_FUSED_ATTN=1
+export TORCH_NCCL_HIGH_PRIORITY=1
+export CUDA_DEVICE_MAX_CONNECTIONS=32
+export NVTE_FWD_LAYERNORM_SM_MARGIN=16
+export NVTE_BWD_LAYERNORM_SM_MARGIN=16
+export NCCL_NET_GDR_LEVEL=PHB
+export NCCL_NET_GDR_C2C=1
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
@@ -31,6 +43,7 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=32 --ntasks-per-node=4 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TORCH_NCCL_HIGH_PRIORITY,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C \
+    bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 2)) --membind=$((SLURM_LOCALID / 2)) "$@"' numactl \
     bash nsys_ranks.sh \
     python3 /opt/llmbench/src/llmbench/entrypoints/nemo2.py --spec run_spec.json --profile-steps 45 50
