@@ -18,7 +18,7 @@ RUN_ID_PATTERN = (
 )
 """The shape of every ``run_id``: a short regex for Snakemake's wildcard constraint (a list
 of 10,000 ids would be substituted into every file pattern and make the DAG quadratic)."""
-GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9]+_(?:weak|strong)"
+GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9][a-z0-9-]*_(?:weak|strong)"
 """The shape of every ``group_id``."""
 
 

@@ -13,7 +13,7 @@ from llmbench.config import validate_and_expand
 from llmbench.embedded.cuda_summary import datasheet_peak
 from llmbench.launch import render_launch_script
 from llmbench.preflight.settings import resolve_preflight
-from llmbench.runspec import RUN_ID_PATTERN
+from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.telemetry.plot import plot_group_telemetry
 from tests.conftest import tiny_config
 
@@ -70,5 +70,6 @@ def test_local_cuda_runs_on_this_machine_one_rank_per_gpu() -> None:
     (spec,) = validate_and_expand(config)[1]
     assert spec.run_id == "tiny-llama_tiny_bf16_local-cudax2_perf"
     assert re.fullmatch(RUN_ID_PATTERN, spec.run_id)
+    assert re.fullmatch(GROUP_ID_PATTERN, spec.group_id)  # the plots' wildcard
     assert "--nproc-per-node=2" in render_launch_script(spec)
     assert not resolve_preflight(None, [spec], "local").enabled  # one box: nothing to exclude
