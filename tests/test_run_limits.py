@@ -64,9 +64,11 @@ def test_time_limit_ends_the_run_as_timeout_and_keeps_the_log(tmp_path) -> None:
     attempt_dir = run_dir / "attempt-1"
     assert record["ended_by"] == "timeout"
     assert "time limit of 20 s" in record["end_detail"]
-    assert "iteration 2/9" in record["end_detail"]  # the last line before the limit
+    # the log's last line when the limit struck (under heavy load the ranks may still be
+    # starting then), and the log is kept
+    last = record["end_detail"].split("; last log line: ", 1)[1]
+    assert last and last in (attempt_dir / "train.log").read_text()
     assert attempt_outcome(run_dir, record) == ("timeout", "time_limit")
-    assert "iteration 2/9" in (attempt_dir / "train.log").read_text()
     assert json.loads((attempt_dir / "run.json").read_text())["ended_by"] == "timeout"
     assert_nothing_left(attempt_dir)
 
@@ -111,7 +113,8 @@ def test_a_finished_run_that_does_not_exit_keeps_its_numbers(tmp_path) -> None:
 
 def test_a_hang_is_retried_at_once_and_the_retry_is_not_counted(tmp_path) -> None:
     run_dir = tmp_path / "run"
-    limits = RunLimits(time_limit_s=300, startup_s=300, stall_s=6)
+    # a stall allowance the clean retry keeps even when a shared machine is heavily loaded
+    limits = RunLimits(time_limit_s=300, startup_s=300, stall_s=30)
     env = {"LLMBENCH_FAULT": "hang@3:*:1"}  # only the first attempt hangs
     record = run_or_salvage(spec(limits), run_dir, job_attempt=1, infra_retries=1, env=env)
     assert record["attempt"] == 2 and record["ended_by"] == ""
