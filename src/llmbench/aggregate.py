@@ -43,6 +43,7 @@ import pandas as pd
 
 from llmbench import flops as flops_mod
 from llmbench import metrics
+from llmbench.catalog import load_catalog
 from llmbench.outcome import run_outcome
 
 KEY_COLUMNS = (
@@ -154,8 +155,6 @@ def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Pea
             return None
         flops = cpu_peak["peak_flops_per_device"][spec["dtype"]]
         return Peak(flops, f"measured: {cpu_peak['method']}, {cpu_peak['threads']} thread(s)")
-    from llmbench.catalog import load_catalog  # GPU datasheet peaks
-
     tflops = load_catalog().gpu(spec["gpu_type"]).peak_tflops[spec["dtype"]]
     return Peak(tflops * 1e12, f"datasheet: {spec['gpu_type']} dense {spec['dtype']}")
 
@@ -286,10 +285,9 @@ def runs_table_from_frames(
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
     implementation of every derived metric; it must scale to 100,000 runs).
 
-    tokens_per_s = seq_len * GBS / step_time_mean_s; days_to_train = train_tokens /
-    tokens_per_s / 86400; achieved_tflops_per_gpu = GBS * model FLOPs / step time / gpus
-    / 1e12; mfu = achieved / peak. Null where the step time is not a positive number, and
-    mfu null where the peak is unknown (``llmbench.metrics``, docs/tables.md)."""
+    tokens_per_s, days_to_train, achieved_tflops_per_gpu and mfu are the formulas of
+    ``llmbench.metrics`` applied to whole columns. Null where the step time is not a
+    positive number, and mfu null where the peak is unknown (docs/tables.md)."""
     if len(specs) != len(summaries):
         raise ValueError(f"{len(specs)} spec rows but {len(summaries)} summary rows")
     summ = summaries.reset_index(drop=True)
@@ -304,16 +302,19 @@ def runs_table_from_frames(
             values = pd.to_numeric(summ[col], errors="coerce")
         out[col] = values.to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")
+    # the formulas of llmbench.metrics, on whole columns; null where the step time is not
+    # a positive finite number (a NaN step time propagates)
     step = out["step_time_mean_s"].astype(float)
     step_ok = step.where(step.gt(0) & step.lt(math.inf))
-    tps = out["seq_len"] * out["global_batch_size"] / step_ok
+    gbs, flops, gpus = out["global_batch_size"], out["model_flops_per_sample"], out["gpus"]
+    tps = metrics.tokens_per_s(out["seq_len"], gbs, step_ok)
     out["tokens_per_s"] = tps
-    out["tokens_per_s_per_gpu"] = tps / out["gpus"]
+    out["tokens_per_s_per_gpu"] = metrics.tokens_per_s_per_gpu(tps, gpus)
     out["train_tokens"] = float(train_tokens)
-    out["days_to_train"] = train_tokens / tps / metrics.SECONDS_PER_DAY
-    achieved = out["global_batch_size"] * out["model_flops_per_sample"] / step_ok / out["gpus"]
-    out["achieved_tflops_per_gpu"] = achieved / 1e12
-    out["mfu"] = achieved / (out["peak_tflops_per_gpu"] * 1e12)
+    out["days_to_train"] = metrics.days_to_train(train_tokens, tps)
+    out["achieved_tflops_per_gpu"] = metrics.tflops_per_gpu(gbs, flops, step_ok, gpus)
+    peak_flops = out["peak_tflops_per_gpu"] * metrics.FLOPS_PER_TFLOPS
+    out["mfu"] = metrics.mfu(gbs, flops, step_ok, gpus, peak_flops)
     out["started_at"] = pd.to_datetime(out["started_at"], utc=True, format="ISO8601")
     out["finished_at"] = pd.to_datetime(out["finished_at"], utc=True, format="ISO8601")
     out["duration_s"] = (out["finished_at"] - out["started_at"]).dt.total_seconds()

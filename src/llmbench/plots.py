@@ -327,6 +327,14 @@ def _read_steps(path: str | Path, run_ids: pa.Array) -> pd.DataFrame:
     return table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
-def plot_scaling(runs: pd.DataFrame, title: str, out_dir: Path) -> list[Path]:
-    """Figures of one group from the runs table alone (no step trace)."""
-    return plot_group(runs, None, title, out_dir)
+def plot_group_files(
+    runs_path: str | Path,
+    steps_path: str | Path,
+    run_ids: Sequence[str],
+    title: str,
+    out_dir: Path,
+) -> list[Path]:
+    """The plot_scaling rule: the figures of one group (``run_ids``) from the runs and
+    steps tables (Parquet); returns the files written."""
+    runs, steps = read_group(runs_path, steps_path, run_ids)
+    return plot_group(runs, steps, title, out_dir)

@@ -13,6 +13,7 @@ the plugin's own resources (set in the profile), which it quotes itself.
 
 from __future__ import annotations
 
+import math
 import shlex
 import shutil
 import subprocess
@@ -21,9 +22,18 @@ from typing import Any
 
 import psutil
 
+from llmbench.limits import RunLimits
 from llmbench.runspec import RunSpec
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
+JOB_OVERHEAD_MIN = 5
+"""Added to a run's time limit for its Slurm job: Snakemake's start inside the job, the log
+parse. The run's own limit (``llmbench.limits``) is the one answer to how long it may take."""
+
+
+def job_time_min(limits: RunLimits) -> int:
+    """The Slurm job's time limit in whole minutes (``sbatch -t``)."""
+    return math.ceil(limits.time_limit_s / 60) + JOB_OVERHEAD_MIN
 
 
 def slurm_extra(extras: Mapping[str, Any]) -> str:
@@ -49,7 +59,7 @@ def slurm_resources(
         "mpi": "srun" if mpi else "",
         "cpus_per_task": threads_per_rank if spec.gpu_type == "cpu" else 1,
         # the run's own limit (enforced by llmbench) plus the job's overhead
-        "runtime": spec.limits.slurm_time_min,
+        "runtime": job_time_min(spec.limits),
         "slurm_extra": slurm_extra(extras),
     }
     # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.

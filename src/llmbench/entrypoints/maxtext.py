@@ -76,6 +76,7 @@ def argv_for(options: EntryOptions) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs MaxText
     args = argv_for(parse_args(argv, "llmbench.entrypoints.maxtext"))  # before the heavy import
+    # heavy optional dependency (MaxText, in its container): imported only when used
     from MaxText import train
 
     # JAX finds the other ranks from the SLURM_* variables srun set for this task.

@@ -72,6 +72,7 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs the library
     options = parse_args(argv, "llmbench.entrypoints.megatron_bridge")
     name = pick(RECIPES, options.spec, "megatron-bridge")
+    # heavy optional dependency (Megatron-Bridge, in its container): imported only when used
     from megatron.bridge.recipes import llama
     from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.pretrain import pretrain

@@ -12,6 +12,7 @@ from pathlib import Path
 if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,7 @@ def plan(options: EntryOptions) -> NemoPlan:
 
 
 def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
+    # heavy optional dependency (NeMo, in its container): imported only when used
     import nemo_run as run
     import torch
     from nemo import lightning as nl
@@ -97,6 +99,7 @@ def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
     recipe = getattr(llm, the_plan.recipe).pretrain_recipe(**the_plan.recipe_kwargs)
     apply_overrides(recipe, the_plan.overrides)
     if the_plan.fp8:
+        # heavy optional dependency (NeMo, in its container): imported only when used
         from nemo.collections.llm.recipes.precision.mixed_precision import bf16_with_fp8_mixed
 
         recipe.trainer.plugins = bf16_with_fp8_mixed()
@@ -130,8 +133,7 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
     an override NeMo or Megatron would reject raises here. The data module is serialized
     but not built: its tokenizer would be fetched from the network.
     """
-    import copy
-
+    # heavy optional dependency (NeMo, in its container): imported only when used
     import fiddle as fdl
     from nemo.lightning._strategy_lib import set_model_parallel_attributes
     from nemo.lightning.pytorch.plugins.mixed_precision import update_config_with_dtype_overrides
@@ -158,6 +160,7 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs NeMo
     options = parse_args(argv, "llmbench.entrypoints.nemo2", can_check=True)
     the_plan = plan(options)  # before the heavy import: a bad spec fails fast
+    # heavy optional dependency (NeMo, in its container): imported only when used
     import nemo_run as run
 
     recipe = build_recipe(the_plan)
