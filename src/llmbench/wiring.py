@@ -10,6 +10,7 @@ computed once (the callers cache by run id), and each callable carries its signa
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -64,11 +65,16 @@ def train_resources(
     return slurm_resources(spec, extras, threads_per_rank)
 
 
+@functools.cache
+def _absolute(path: str) -> str:
+    return str(Path(path).resolve())  # once per sweep, not once per run
+
+
 def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, str]:
     """Launch settings the run's ``launch.sh`` reads from its environment."""
-    env = {"LLMBENCH_STAGE_PATH": str(Path(stage).resolve())}
+    env = {"LLMBENCH_STAGE_PATH": _absolute(stage)}
     if needs_venv(spec):
-        env["LLMBENCH_PYTHON"] = str(Path(venv_python(stage)).resolve())
+        env["LLMBENCH_PYTHON"] = _absolute(venv_python(stage))
     if master_addr:
         env["LLMBENCH_MASTER_ADDR"] = master_addr
     return env

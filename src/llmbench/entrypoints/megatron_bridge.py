@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import srcpath  # noqa: F401 - beside this file: puts that source tree on sys.path
 
 from collections.abc import Sequence
 from typing import Any
