@@ -155,8 +155,14 @@ def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Pea
             return None
         flops = cpu_peak["peak_flops_per_device"][spec["dtype"]]
         return Peak(flops, f"measured: {cpu_peak['method']}, {cpu_peak['threads']} thread(s)")
-    tflops = load_catalog().gpu(spec["gpu_type"]).peak_tflops[spec["dtype"]]
-    return Peak(tflops * 1e12, f"datasheet: {spec['gpu_type']} dense {spec['dtype']}")
+    return _datasheet_peak(spec["gpu_type"], spec["dtype"])
+
+
+@functools.cache
+def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
+    # once per GPU type and dtype, not once per run
+    flops = load_catalog().gpu(gpu_type).peak_flops(dtype)
+    return Peak(flops, f"datasheet: {gpu_type} dense {dtype}")
 
 
 _SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
@@ -228,7 +234,7 @@ def spec_row(
         "window_first": spec["window"][0],
         "window_last": spec["window"][1],
         "model_flops_per_sample": model_flops(spec["model"]),
-        "peak_tflops_per_gpu": peak.flops_per_s / 1e12 if peak else math.nan,
+        "peak_tflops_per_gpu": peak.flops_per_s / metrics.FLOPS_PER_TFLOPS if peak else math.nan,
         "peak_source": peak.source if peak else "",
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
@@ -365,13 +371,16 @@ def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataF
     # steps' run ids are factorized in one pass and only the distinct ones looked up.
     keys = specs.loc[:, [*_STEP_KEYS, "window_first", "window_last"]].reset_index(drop=True)
     keys = keys.astype({k: STEP_DTYPES[k] for k in _STEP_KEYS})
-    codes, uniques = pd.factorize(steps["run_id"].astype("string"))
+    run_ids = steps["run_id"].astype(STEP_DTYPES["run_id"])
+    codes, uniques = pd.factorize(run_ids)
     pos = np.append(pd.Index(keys["run_id"]).get_indexer(pd.Index(uniques)), -1)
     idx = pos[codes]  # a null run id (code -1) picks the appended -1: no spec row
     if (idx < 0).any():
         missing = steps["run_id"].iloc[int(np.argmax(idx < 0))]
         raise ValueError(f"steps for run {missing!r} have no spec row")
-    out: dict[str, Any] = {k: keys[k].array.take(idx) for k in _STEP_KEYS}
+    # the steps' own run ids are the gathered ones: only the other keys are gathered
+    out: dict[str, Any] = {k: keys[k].array.take(idx) for k in _STEP_KEYS if k != "run_id"}
+    out["run_id"] = run_ids.array
     for col in _STEP_VALUES:
         out[col] = steps[col].to_numpy(dtype=STEP_DTYPES[col])
     it = out["iteration"]

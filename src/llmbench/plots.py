@@ -40,6 +40,9 @@ FIGURES = (
     "step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status",
 )  # fmt: skip
 FORMATS = ("svg", "png")
+PNG_DPI = 110
+"""Also the figures' own dpi: the layout then measures text at the PNG's resolution, and
+the PNG's draw finds every text extent already measured."""
 STATUS_COLOURS = {
     "success": "#4caf50", "incomplete": "#ffb300", "invalid": "#8e24aa", "failed": "#e53935",
     "no_data": "#9e9e9e",
@@ -77,7 +80,7 @@ def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
     with plt.rc_context(_SAME_BYTES):
         for fmt in FORMATS:
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, dpi=110 if fmt == "png" else None, metadata=_metadata(fmt))
+            fig.savefig(path, dpi=PNG_DPI if fmt == "png" else None, metadata=_metadata(fmt))
             written.append(path)
     plt.close(fig)
     return written
@@ -97,7 +100,7 @@ _FIGURE_RC = {"axes.titley": 1.0, "axes.formatter.useoffset": False}
 
 def _subplots(figsize: tuple[float, float]) -> tuple[plt.Figure, plt.Axes]:
     with plt.rc_context(_FIGURE_RC):
-        return plt.subplots(figsize=figsize, layout="none")
+        return plt.subplots(figsize=figsize, dpi=PNG_DPI, layout="none")
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")

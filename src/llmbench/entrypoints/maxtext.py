@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    import srcpath  # noqa: F401 - beside this file: puts that source tree on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from collections.abc import Sequence
 from typing import Any

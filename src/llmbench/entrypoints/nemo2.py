@@ -6,13 +6,15 @@ container with the source mounted, as a file (it then puts that source on sys.pa
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    import srcpath  # noqa: F401 - beside this file: puts that source tree on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
