@@ -16,10 +16,14 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp{os.getpid()}")
 
 
-def write_parquet_atomic(frame: pd.DataFrame, path: str | Path) -> None:
+def write_parquet_atomic(
+    frame: pd.DataFrame, path: str | Path, row_group_size: int | None = None
+) -> None:
+    """``row_group_size``: rows per row group (pyarrow's default when None); smaller
+    groups let a reader that filters on sorted keys skip more of the file."""
     path = Path(path)
     tmp = _tmp(path)
-    frame.to_parquet(tmp, index=False)
+    frame.to_parquet(tmp, index=False, row_group_size=row_group_size)
     os.replace(tmp, path)
 
 

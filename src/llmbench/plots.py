@@ -337,6 +337,12 @@ def plot_group(
 
 TRACE_COLUMNS = ("run_id", "iteration", "step_time_s")
 """The steps table's columns the figures use."""
+RUN_COLUMNS = (
+    "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "variant", "attempt", "status",
+    "reason", "window_first", "window_last", "step_time_mean_s", "tokens_per_s",
+    "tokens_per_s_per_gpu", "mfu", "reference_step_time_s",
+)  # fmt: skip
+"""The runs table's columns the figures use (a group's job reads only these)."""
 
 
 def read_group(
@@ -344,16 +350,41 @@ def read_group(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of ``run_ids`` in the runs and steps tables (Parquet). Of the steps only
     ``TRACE_COLUMNS``, filtered while reading: a group's job need not load every step of
-    the sweep (millions of rows for a large one)."""
+    the sweep (millions of rows for a large one). The steps file is sorted by group
+    (``llmbench.aggregate.RUN_ORDER``), so only the row groups whose statistics admit the
+    group's workloads, sizes and GPU types are read."""
     wanted = pa.array(list(run_ids), pa.string())  # typed: an empty list has no type
-    runs = pd.read_parquet(runs_path, filters=[("run_id", "in", wanted)])
-    return runs, _read_steps(steps_path, wanted)
+    runs = pd.read_parquet(runs_path, columns=list(RUN_COLUMNS), filters=[("run_id", "in", wanted)])
+    values = {key: set(runs[key].astype(str)) for key in _GROUP_KEYS}
+    return runs, _read_steps(steps_path, wanted, values)
 
 
-def _read_steps(path: str | Path, run_ids: pa.Array) -> pd.DataFrame:
+_GROUP_KEYS = ("workload", "size", "gpu_type")
+"""Group keys the steps table has (scaling is in the runs table only)."""
+
+
+def _row_groups(file: pq.ParquetFile, values: dict[str, set[str]]) -> list[int]:
+    """Row groups whose min-max statistics of every key in ``values`` admit one of its
+    values (all of them where a statistic is missing)."""
+    names = file.schema_arrow.names
+    chosen = []
+    for i in range(file.metadata.num_row_groups):
+        group = file.metadata.row_group(i)
+        admits = True
+        for key, wanted in values.items():
+            stats = group.column(names.index(key)).statistics
+            if stats is not None and stats.has_min_max:
+                admits &= any(stats.min <= v <= stats.max for v in wanted)
+        if admits:
+            chosen.append(i)
+    return chosen
+
+
+def _read_steps(path: str | Path, run_ids: pa.Array, values: dict[str, set[str]]) -> pd.DataFrame:
     # Run ids are read dictionary-encoded, as Parquet stores them, and matched once per
     # distinct id of each row group: 3x faster than a filter that compares every step's.
-    table = pq.read_table(path, columns=list(TRACE_COLUMNS), read_dictionary=["run_id"])
+    file = pq.ParquetFile(path, read_dictionary=["run_id"])
+    table = file.read_row_groups(_row_groups(file, values), columns=list(TRACE_COLUMNS))
     ids = table.column("run_id")
     keep = [pc.take(pc.is_in(chunk.dictionary, value_set=run_ids), chunk.indices)
             for chunk in ids.chunks]  # fmt: skip
