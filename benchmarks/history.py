@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 
 from llmbench.aggregate import RUN_DTYPES, STEP_DTYPES, runs_table_frame
+from llmbench.atomic import write_json_atomic
 from llmbench.history.compare import compare
 from llmbench.history.store import add_sweep, open_history, sweep_index
 from llmbench.history.sweep import stamp_sweep
 from llmbench.history.trends import trend_frame
-from llmbench.runner import write_json_atomic
 
 TARGET_S = 2.0
 WINDOW = (35, 44)

@@ -288,9 +288,11 @@ def test_steps_table_tags_every_step_with_its_run() -> None:
     assert {c: str(t) for c, t in steps.dtypes.items()} == {
         c: str(pd.Series(dtype=t).dtype) for c, t in STEP_DTYPES.items()
     }
-    assert steps.run_id.tolist() == long.run_id.tolist()
-    assert steps.iteration.tolist() == long.iteration.tolist()
-    assert steps.step_time_s.tolist() == long.step_time_s.tolist()
+    # runs in the runs table's order (one GPU before two), each run's steps as given
+    expected = pd.concat([long[long.run_id == one["run_id"]], long[long.run_id == two["run_id"]]])
+    assert steps.run_id.tolist() == expected.run_id.tolist()
+    assert steps.iteration.tolist() == expected.iteration.tolist()
+    assert steps.step_time_s.tolist() == expected.step_time_s.tolist()
     for rec in (one, two):
         part = steps[steps.run_id == rec["run_id"]]
         assert (part.gpus == rec["spec"]["gpus"]).all()

@@ -12,7 +12,6 @@ from llmbench.catalog.published import flops_examples
 from llmbench.flops import (
     ModelShape,
     flops_breakdown,
-    llama_flops_per_sample,
     model_flops_per_sample,
 )
 
@@ -39,12 +38,6 @@ def test_printed_flops_per_sample(workload, size, source, digits):
     computed = model_flops_per_sample(spec)
     assert _significant(computed, digits) == pytest.approx(spec.printed_flops_per_sample)
     assert model_flops_per_sample(spec.flops_family, spec.shape) == computed
-
-
-def test_llama_family_matches_existing_function():
-    for size in ("8b", "70b", "405b", "405b-proxy"):
-        spec = CAT.model("llama3.1-nemo", size)
-        assert model_flops_per_sample(spec) == pytest.approx(llama_flops_per_sample(spec.shape))
 
 
 def test_proxy_flops_use_row_layers():

@@ -45,7 +45,11 @@ def _env(script: str) -> dict[str, str]:
 
 
 def _srun_line(script: str) -> str:
-    return script[script.index("exec srun") :]
+    # the ranks' srun: the last one at the start of a line (vboost and the telemetry
+    # samplers run their own sruns before it)
+    start = max(script.rfind("\nexec srun"), script.rfind("\nsrun "))
+    assert start >= 0, script
+    return script[start + 1 :]
 
 
 # --- the data ---------------------------------------------------------------------------

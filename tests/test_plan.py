@@ -51,7 +51,10 @@ def test_json_plan_estimates_from_published_step_times(tmp_path, capsys) -> None
     summary = data["summary"]
     assert summary["runs"] == 3 and summary["runs_without_estimate"] == 1
     assert summary["est_gpu_hours"] == pytest.approx(50 * 12.27 / 3600 * 8 + 50 * 12.3 / 3600 * 16)
-    assert len(summary["images"]) == 1
+    # the image the workflow imports: the config's, not the catalog's placeholder
+    assert summary["images"] == ["nvidia/nemo:25.07"]
+    assert eight["image"] == "nvidia/nemo:25.07"
+    assert rows["tiny-llama_tiny_fp32_cpux1_perf"]["image"] == ""
 
 
 def test_bad_config_is_one_line_and_exit_2(tmp_path, capsys) -> None:

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from llmbench.aggregate import Peak, runs_table_from_records
+from llmbench.atomic import write_json_atomic
 from llmbench.catalog import published_results
 from llmbench.config import run_specs, validate_config
 from llmbench.reference import builtin_references, compare, load_references
-from llmbench.runner import write_json_atomic
 
 SCALES = [8, 16, 32, 64, 128]
 

@@ -3,7 +3,8 @@
 import json
 import threading
 
-from llmbench.runner import attempt_numbers, new_attempt_dir, write_json_atomic
+from llmbench.atomic import write_json_atomic
+from llmbench.runner import attempt_numbers, new_attempt_dir
 
 
 def test_attempts_count_up_and_keep_earlier_ones(tmp_path) -> None:

@@ -43,6 +43,7 @@ import pandas as pd
 
 from llmbench import flops as flops_mod
 from llmbench import metrics
+from llmbench.catalog import load_catalog
 from llmbench.outcome import run_outcome
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
@@ -58,6 +59,11 @@ KEY_COLUMNS = (
     "variant",
     "attempt",
 )
+
+RUN_ORDER = ("workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus")
+"""The order of both tables' rows: a scaling group's runs (workload, size, GPU type,
+scaling) lie together, so a reader of one group reads only its part of the steps file."""
+
 
 RUN_DTYPES: dict[str, str] = {
     **{
@@ -158,10 +164,14 @@ def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Pea
             return None
         flops = cpu_peak["peak_flops_per_device"][spec["dtype"]]
         return Peak(flops, f"measured: {cpu_peak['method']}, {cpu_peak['threads']} thread(s)")
-    from llmbench.catalog import load_catalog  # GPU datasheet peaks
+    return _datasheet_peak(spec["gpu_type"], spec["dtype"])
 
-    tflops = load_catalog().gpu(spec["gpu_type"]).peak_tflops[spec["dtype"]]
-    return Peak(tflops * 1e12, f"datasheet: {spec['gpu_type']} dense {spec['dtype']}")
+
+@functools.cache
+def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
+    # once per GPU type and dtype, not once per run
+    flops = load_catalog().gpu(gpu_type).peak_flops(dtype)
+    return Peak(flops, f"datasheet: {gpu_type} dense {dtype}")
 
 
 _SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
@@ -233,7 +243,7 @@ def spec_row(
         "window_first": spec["window"][0],
         "window_last": spec["window"][1],
         "model_flops_per_sample": model_flops(spec["model"]),
-        "peak_tflops_per_gpu": peak.flops_per_s / 1e12 if peak else math.nan,
+        "peak_tflops_per_gpu": peak.flops_per_s / metrics.FLOPS_PER_TFLOPS if peak else math.nan,
         "peak_source": peak.source if peak else "",
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
@@ -293,10 +303,9 @@ def runs_table_from_frames(
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
     implementation of every derived metric; it must scale to 100,000 runs).
 
-    tokens_per_s = seq_len * GBS / step_time_mean_s; days_to_train = train_tokens /
-    tokens_per_s / 86400; achieved_tflops_per_gpu = GBS * model FLOPs / step time / gpus
-    / 1e12; mfu = achieved / peak. Null where the step time is not a positive number, and
-    mfu null where the peak is unknown (``llmbench.metrics``, docs/tables.md). ``energy``:
+    tokens_per_s, days_to_train, achieved_tflops_per_gpu and mfu are the formulas of
+    ``llmbench.metrics`` applied to whole columns. Null where the step time is not a
+    positive number, and mfu null where the peak is unknown (docs/tables.md). ``energy``:
     one ``llmbench.telemetry.energy.WindowEnergy`` row per run (same order), else NaN
     with the reason that no telemetry was read."""
     if len(specs) != len(summaries):
@@ -313,16 +322,19 @@ def runs_table_from_frames(
             values = pd.to_numeric(summ[col], errors="coerce")
         out[col] = values.to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")
+    # the formulas of llmbench.metrics, on whole columns; null where the step time is not
+    # a positive finite number (a NaN step time propagates)
     step = out["step_time_mean_s"].astype(float)
     step_ok = step.where(step.gt(0) & step.lt(math.inf))
-    tps = out["seq_len"] * out["global_batch_size"] / step_ok
+    gbs, flops, gpus = out["global_batch_size"], out["model_flops_per_sample"], out["gpus"]
+    tps = metrics.tokens_per_s(out["seq_len"], gbs, step_ok)
     out["tokens_per_s"] = tps
-    out["tokens_per_s_per_gpu"] = tps / out["gpus"]
+    out["tokens_per_s_per_gpu"] = metrics.tokens_per_s_per_gpu(tps, gpus)
     out["train_tokens"] = float(train_tokens)
-    out["days_to_train"] = train_tokens / tps / metrics.SECONDS_PER_DAY
-    achieved = out["global_batch_size"] * out["model_flops_per_sample"] / step_ok / out["gpus"]
-    out["achieved_tflops_per_gpu"] = achieved / 1e12
-    out["mfu"] = achieved / (out["peak_tflops_per_gpu"] * 1e12)
+    out["days_to_train"] = metrics.days_to_train(train_tokens, tps)
+    out["achieved_tflops_per_gpu"] = metrics.tflops_per_gpu(gbs, flops, step_ok, gpus)
+    peak_flops = out["peak_tflops_per_gpu"] * metrics.FLOPS_PER_TFLOPS
+    out["mfu"] = metrics.mfu(gbs, flops, step_ok, gpus, peak_flops)
     if energy is None:
         energy = pd.DataFrame(
             [WindowEnergy(energy_reason="telemetry not read").as_dict()] * len(out)
@@ -359,10 +371,7 @@ def runs_table_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in frame.columns:
             frame[col] = None
     frame = frame.loc[:, list(RUN_DTYPES)].astype(RUN_DTYPES)
-    return frame.sort_values(
-        ["workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus"],
-        ignore_index=True,
-    )
+    return frame.sort_values(list(RUN_ORDER), ignore_index=True)
 
 
 # --- the steps table -----------------------------------------------------------------------
@@ -373,21 +382,27 @@ _STEP_VALUES = ("iteration", "step_time_s", "loss", "tflops_per_gpu")
 
 def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """The steps table from ``spec_row`` facts and one long frame of parsed steps with a
-    ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu), in the steps'
-    order; ``in_window``: window_first <= iteration <= window_last of the run."""
+    ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu): runs in the runs
+    table's order (``RUN_ORDER``), each run's steps in their given order; ``in_window``:
+    window_first <= iteration <= window_last of the run."""
     # Keys are typed once per run and then gathered per step (50x fewer conversions); the
     # steps' run ids are factorized in one pass and only the distinct ones looked up.
     keys = specs.loc[:, [*_STEP_KEYS, "window_first", "window_last"]].reset_index(drop=True)
     keys = keys.astype({k: STEP_DTYPES[k] for k in _STEP_KEYS})
-    codes, uniques = pd.factorize(steps["run_id"].astype("string"))
+    codes, uniques = pd.factorize(steps["run_id"].astype(STEP_DTYPES["run_id"]))
     pos = np.append(pd.Index(keys["run_id"]).get_indexer(pd.Index(uniques)), -1)
     idx = pos[codes]  # a null run id (code -1) picks the appended -1: no spec row
     if (idx < 0).any():
         missing = steps["run_id"].iloc[int(np.argmax(idx < 0))]
         raise ValueError(f"steps for run {missing!r} have no spec row")
+    rank = np.empty(len(specs), dtype=np.int64)
+    ordered = specs.reset_index(drop=True).sort_values(list(RUN_ORDER), kind="stable").index
+    rank[ordered.to_numpy()] = np.arange(len(specs))
+    order = np.argsort(rank[idx], kind="stable")  # by run, each run's steps as given
+    idx = idx[order]
     out: dict[str, Any] = {k: keys[k].array.take(idx) for k in _STEP_KEYS}
     for col in _STEP_VALUES:
-        out[col] = steps[col].to_numpy(dtype=STEP_DTYPES[col])
+        out[col] = steps[col].to_numpy(dtype=STEP_DTYPES[col])[order]
     it = out["iteration"]
     out["in_window"] = (it >= keys["window_first"].to_numpy()[idx]) & (
         it <= keys["window_last"].to_numpy()[idx]

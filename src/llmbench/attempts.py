@@ -21,14 +21,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.atomic import write_json_atomic, write_parquet_atomic
 from llmbench.outcome import run_outcome
 from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
-from llmbench.records import parse_attempt_log
-from llmbench.runner import JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt, write_json_atomic
+from llmbench.run_record import parse_attempt_log, summarize_record
+from llmbench.runner import ATTEMPT_PREFIX, JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt
 from llmbench.runspec import RunSpec
 from llmbench.slurm import SLURM_FAILURE_STATES, job_state
-from llmbench.telemetry.run import TelemetrySettings
+from llmbench.telemetry.run import TelemetrySettings, run_telemetry
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
@@ -85,6 +86,16 @@ def retry_token(run_dir: Path, keep_failed: bool) -> int:
     return len(numbers) - retried - int(fine)
 
 
+def unrecorded_attempt(run_dir: Path) -> tuple[int, Path] | None:
+    """(number, folder) of the newest attempt when it has no record: it was killed before
+    it could write one (Slurm time limit, scancel, node failure). None otherwise."""
+    numbers = attempt_numbers(run_dir)
+    if not numbers:
+        return None
+    folder = run_dir / f"{ATTEMPT_PREFIX}{numbers[-1]}"
+    return None if (folder / RECORD_FILE).exists() else (numbers[-1], folder)
+
+
 def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
     """(reason, scheduler state) for an attempt that ended without its own record: the
     scheduler's state when it still knows the job, else the log's failure markers."""
@@ -103,12 +114,10 @@ def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
 def nodes_to_avoid(run_dir: Path) -> str | None:
     """Nodes of the newest attempt when it was killed by an infrastructure failure, for
     ``--exclude`` on the retry (the plugin tracks failed nodes only where sacct works)."""
-    numbers = attempt_numbers(run_dir)
-    if not numbers:
+    killed = unrecorded_attempt(run_dir)
+    if killed is None:
         return None
-    last = run_dir / f"attempt-{numbers[-1]}"
-    if (last / RECORD_FILE).exists():
-        return None
+    last = killed[1]
     reason, _ = killed_attempt_reason(last)
     job = _read_json(last / JOB_FILE) or {}
     return job.get("nodelist") if reason in INFRA_REASONS else None
@@ -131,21 +140,52 @@ def run_or_salvage(
     redoes the run. A run the watchdog ended as a ``hang`` before it finished is run again
     at once, up to ``infra_retries`` times (a hang is usually a transient distributed
     fault); a ``timeout`` is not (it would take as long again)."""
-    numbers = attempt_numbers(run_dir)
-    if job_attempt > 1 and numbers:
-        last = run_dir / f"attempt-{numbers[-1]}"
-        if not (last / RECORD_FILE).exists():
-            reason, state = killed_attempt_reason(last)
-            retry = reason in INFRA_REASONS and job_attempt - 1 <= infra_retries
-            record = salvage_record(run_dir, spec.to_dict(), state, reason, retried=retry)
-            if record is not None and not retry:
-                return record  # the killed attempt is the run's result this time
+    killed = unrecorded_attempt(run_dir) if job_attempt > 1 else None
+    if killed is not None:
+        reason, state = killed_attempt_reason(killed[1])
+        retry = reason in INFRA_REASONS and job_attempt - 1 <= infra_retries
+        record = salvage_record(run_dir, spec.to_dict(), state, reason, retried=retry)
+        if record is not None and not retry:
+            return record  # the killed attempt is the run's result this time
     record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)
     for _ in range(infra_retries):
         if attempt_outcome(run_dir, record)[0] != Status.HANG.value:
             break
         mark_retried(run_dir, record)
         record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)
+    return record
+
+
+def train_job(
+    run: Mapping[str, Any],
+    outputs: Mapping[str, str | Path],
+    job_attempt: int,
+    infra_retries: int,
+    source_dir: Path | None = None,
+) -> dict[str, Any]:
+    """The train rule: ``run_or_salvage`` of ``run["spec"]`` (launch settings
+    ``run["env"]``) in the folder of ``outputs["record"]``, then the reported attempt's
+    record, its log summary and its parsed steps (``outputs["summary"]``,
+    ``outputs["steps"]``) and its telemetry samples and window energy
+    (``outputs["telemetry"]``, ``outputs["energy"]``), each written atomically. The log
+    is parsed in the same job: one job per run keeps a large sweep's DAG small."""
+    record_path = Path(outputs["record"])
+    record = run_or_salvage(
+        RunSpec.from_dict(run["spec"]),
+        record_path.parent,
+        job_attempt,
+        infra_retries,
+        source_dir=source_dir,
+        env=run["env"],
+        telemetry=TelemetrySettings.from_config(run["telemetry"]),
+    )
+    write_json_atomic(record_path, record)
+    summary, parsed = summarize_record(record_path)
+    write_json_atomic(outputs["summary"], summary)
+    write_parquet_atomic(parsed.steps, outputs["steps"])
+    samples, energy = run_telemetry(record_path.parent, record)
+    write_parquet_atomic(samples, outputs["telemetry"])
+    write_json_atomic(outputs["energy"], energy.as_dict())
     return record
 
 
@@ -172,18 +212,16 @@ def salvage_record(
     """A record for the newest attempt that was killed before it could write one (Slurm
     time limit, scancel, node failure): status comes from its log and the scheduler's
     state. Returns None when the newest attempt has a record or there is no attempt."""
-    numbers = attempt_numbers(run_dir)
-    if not numbers:
+    killed = unrecorded_attempt(run_dir)
+    if killed is None:
         return None
-    attempt_dir = run_dir / f"attempt-{numbers[-1]}"
-    if (attempt_dir / RECORD_FILE).exists():
-        return None
+    number, attempt_dir = killed
     stamp = datetime.fromtimestamp(attempt_dir.stat().st_mtime, timezone.utc)
     log = attempt_dir / "train.log"
     finished = datetime.fromtimestamp(log.stat().st_mtime, timezone.utc) if log.exists() else stamp
     record = {
         "run_id": spec["run_id"],
-        "attempt": numbers[-1],
+        "attempt": number,
         "attempt_dir": attempt_dir.name,
         "log": f"{attempt_dir.name}/train.log",
         "launch_script": f"{attempt_dir.name}/launch.sh",

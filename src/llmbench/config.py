@@ -16,9 +16,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from llmbench.catalog import load_catalog
+from llmbench.catalog.parity import built_vocab, resolve_parity
 from llmbench.embedded import workload as tiny
-from llmbench.errors import ConfigError
+from llmbench.errors import ConfigError, LaunchError
+from llmbench.images import parse_image
 from llmbench.limits import RunLimits, resolve_limits
+from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import RunSpec
 
 
@@ -203,9 +207,6 @@ def _resolve_catalog(
     where: str,
 ) -> RunSpec:
     """A spec workload's run: the catalog row for that scale, validated there."""
-    from llmbench.catalog import load_catalog
-    from llmbench.catalog.parity import built_vocab, resolve_parity
-
     catalog = load_catalog()
     try:
         row = catalog.row(sweep["workload"], size, dtype, sweep["gpu_type"], gpus, sweep["scaling"])
@@ -214,9 +215,6 @@ def _resolve_catalog(
     shape = row.model_shape
     image = config["images"].get(row.workload) or catalog.image(row.workload)
     if config["container"] == "enroot":
-        from llmbench.containers import parse_image
-        from llmbench.errors import LaunchError
-
         if (
             row.workload not in config["images"]
             and catalog.workload(row.workload).image_is_placeholder
@@ -299,10 +297,7 @@ def _profile_settings(
     config: Mapping[str, Any], source: str, gpus: int, where: str
 ) -> dict[str, Any]:
     """Nsight steps, ranks and GPU metrics of a profile run: each config key that is set,
-    else the recipe document's default (``llmbench.launch.variants.default_profile``)."""
-    from llmbench.launch.ranks import parse_ranks
-    from llmbench.launch.variants import default_profile
-
+    else the recipe document's default (``llmbench.profiling.default_profile``)."""
     settings = default_profile(source, config["window"][1], config["steps"])
     settings.update({k: v for k, v in config["profile"].items() if v is not None})
     steps = list(settings["steps"])

@@ -24,20 +24,7 @@ class ModelShape:
     seq_len: int
 
 
-def llama_flops_per_sample(shape: ModelShape) -> float:
-    """Llama 3.1 / Llama 2 (SwiGLU MLP, GQA) model FLOPs per sample.
-
-    attention = 12 L h^2 (1 + g/a + s/h); mlp = 18 L f h; embedding = 6 V h
-    (llama31-nemo2-h100.txt, maxtext-llama2-70b-h100.txt). Llama 3.1 8B: 4.74e14.
-    """
-    s, L, h = shape.seq_len, shape.layers, shape.hidden
-    attention = 12 * L * h * h * (1 + shape.query_groups / shape.heads + s / h)
-    mlp = 18 * L * shape.ffn_hidden * h
-    embedding = 6 * shape.vocab * h
-    return float(s * (attention + mlp + embedding))
-
-
-# --- Formula families (added for the catalog; every document's formula, exact arithmetic) ---
+# --- Formula families (every document's formula, exact arithmetic) ---
 
 FLOPS_FAMILIES = ("llama", "nemotron-gqa", "nemotron-legacy")
 """FLOPs formula families: which per-token attention / MLP / embedding terms a document uses."""

@@ -2,8 +2,8 @@
 
 - time limit: the spec's 30 minutes for 8B/70B-class runs and 2 hours for 405B (340B runs
   at the same scales, so it gets the 405B limit); 10 minutes for the embedded model. It
-  bounds the run on every launcher (llmbench ends it); a Slurm job gets
-  ``SLURM_JOB_OVERHEAD_MIN`` more, so that llmbench, not Slurm, records the timeout.
+  bounds the run on every launcher (llmbench ends it); a Slurm job gets a few minutes
+  more (``llmbench.slurm.job_time_min``), so that llmbench, not Slurm, records the timeout.
 - startup allowance: how long the log may stay silent before the first training step
   (container start, imports, model build, first compilation).
 - stall allowance: how long the log may stay silent after that: longer than the slowest
@@ -12,14 +12,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 TIME_LIMIT_MIN_DEFAULT = 30
 TIME_LIMIT_MIN_BY_SIZE = {"405b": 120, "405b-proxy": 120, "340b": 120}
 EMBEDDED_TIME_LIMIT_MIN = 10
-SLURM_JOB_OVERHEAD_MIN = 5
-"""Added to a Slurm job's time limit: Snakemake's start inside the job, the log parse."""
 
 EMBEDDED_STARTUP_S = 300
 EMBEDDED_STALL_S = 120
@@ -36,11 +33,6 @@ class RunLimits:
     time_limit_s: int
     startup_s: int
     stall_s: int
-
-    @property
-    def slurm_time_min(self) -> int:
-        """The Slurm job's time limit in whole minutes (``sbatch -t``)."""
-        return math.ceil(self.time_limit_s / 60) + SLURM_JOB_OVERHEAD_MIN
 
 
 def default_limits(framework: str, size: str, variant: str) -> RunLimits:

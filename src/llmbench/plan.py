@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from llmbench.runspec import RunSpec
+from llmbench.stage import image_import
 
 PLAN_COLUMNS = (
     "run_id",
@@ -41,12 +42,12 @@ def reference_step_times(published: Iterable[Any]) -> dict[tuple[str, str, str, 
 def plan_table(
     specs: Iterable[RunSpec],
     references: Mapping[tuple[str, str, str, str, int], float],
-    images: Mapping[str, str],
 ) -> pd.DataFrame:
-    """One row per run with its estimate; ``images`` maps workload -> image (empty when
-    runs use no container)."""
+    """One row per run with its estimate and the image the workflow imports for it
+    (``llmbench.stage.image_import``; empty when the run uses no container)."""
     rows = []
     for spec in specs:
+        imported = image_import(spec)
         key = (spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus)
         step_s = references.get(key, math.nan)
         runtime_min = spec.steps * step_s / 60
@@ -65,7 +66,7 @@ def plan_table(
                 "reference_step_time_s": step_s,
                 "est_runtime_min": runtime_min,
                 "est_gpu_hours": runtime_min / 60 * spec.gpus,
-                "image": images.get(spec.workload, ""),
+                "image": imported.image if imported else "",
             }
         )
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))

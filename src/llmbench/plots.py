@@ -34,12 +34,15 @@ import pyarrow.parquet as pq
 from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.layout_engine import ConstrainedLayoutEngine
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, NullLocator
 
 FIGURES = (
     "step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status",
 )  # fmt: skip
 FORMATS = ("svg", "png")
+PNG_DPI = 110
+"""Also the figures' own dpi: the layout then measures text at the PNG's resolution, and
+the PNG's draw finds every text extent already measured."""
 STATUS_COLOURS = {
     "success": "#4caf50", "incomplete": "#ffb300", "invalid": "#8e24aa", "failed": "#e53935",
     "no_data": "#9e9e9e",
@@ -74,10 +77,10 @@ def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
     # engine is laid out and drawn twice by every savefig (a quarter of the plotting time).
     ConstrainedLayoutEngine().execute(fig)
     written = []
-    with plt.rc_context(_SAME_BYTES):
+    with plt.rc_context(SAME_BYTES):
         for fmt in FORMATS:
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, dpi=110 if fmt == "png" else None, metadata=_metadata(fmt))
+            fig.savefig(path, dpi=PNG_DPI if fmt == "png" else None, metadata=figure_metadata(fmt))
             written.append(path)
     plt.close(fig)
     return written
@@ -85,17 +88,53 @@ def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
 
 # The same data gives the same bytes: no creation date, and SVG ids (clip paths, glyphs)
 # hashed with a fixed salt instead of a random one per file.
-_SAME_BYTES = {"svg.hashsalt": "llmbench"}
+SAME_BYTES = {"svg.hashsalt": "llmbench"}
 
 
-def _metadata(fmt: str) -> dict[str, str | None]:
+# Figures are built with these: the title sits at the top of the axes (as matplotlib's
+# automatic placement puts it when nothing is above the axes, but without measuring every
+# tick label on each draw, a fifth of the plotting time), and no axis uses an offset text,
+# the one thing that placement moved the title for.
+_FIGURE_RC = {"axes.titley": 1.0, "axes.formatter.useoffset": False}
+
+
+def _subplots(figsize: tuple[float, float]) -> tuple[plt.Figure, plt.Axes]:
+    with plt.rc_context(_FIGURE_RC):
+        return plt.subplots(figsize=figsize, dpi=PNG_DPI, layout="none")
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+class _LogLabels(LogFormatterSciNotation):
+    """matplotlib's log-axis labels (10 to the 3, 2 times 10 to the 3) as plain text with
+    Unicode superscripts: the glyphs its mathtext draws, without the TeX parser (a sixth of
+    the plotting time)."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        text = super().__call__(x, pos)
+        if not text.startswith("$"):
+            return text
+        text = text.strip("$").removeprefix("\\mathdefault{").removesuffix("}")
+        text = text.replace("\\times", "\N{MULTIPLICATION SIGN}")
+        base, _, exponent = text.partition("^{")
+        return base + exponent.rstrip("}").translate(_SUPERSCRIPT) if exponent else text
+
+
+def _log_y(ax: plt.Axes) -> None:
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(_LogLabels(base=10))
+    ax.yaxis.set_minor_formatter(_LogLabels(base=10, labelOnlyBase=False))
+
+
+def figure_metadata(fmt: str) -> dict[str, str | None]:
     return {"Date": None} if fmt == "svg" else {"Software": "llmbench"}
 
 
 def _line_figure(ok: pd.DataFrame, title: str, unit: str, column: str, ylabel: str,
                  scale: float = 1.0, log_y: bool = False, ideal: bool = False,
                  zero: bool = False) -> plt.Figure:  # fmt: skip
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="none")
+    fig, ax = _subplots((6.4, 4.2))
     for dtype, part in ok.groupby("dtype", sort=True):
         x, y = part["gpus"].to_numpy(float), part[column].to_numpy(float) * scale
         (line,) = ax.plot(x, y, marker="o")
@@ -106,7 +145,7 @@ def _line_figure(ok: pd.DataFrame, title: str, unit: str, column: str, ylabel: s
             _end_label(ax, x, ideal_y, f"{dtype} ideal", line.get_color())
     _scale_axis(ax, list(ok["gpus"]), unit)
     if log_y:
-        ax.set_yscale("log")
+        _log_y(ax)
     if zero:
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.1)
     ax.margins(x=0.15)
@@ -127,7 +166,7 @@ def _efficiency(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reference_figure(ok: pd.DataFrame, title: str, unit: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="none")
+    fig, ax = _subplots((6.4, 4.2))
     for dtype, part in ok.groupby("dtype", sort=True):
         x = part["gpus"].to_numpy(float)
         (line,) = ax.plot(x, part["step_time_mean_s"].to_numpy(float), marker="o")
@@ -211,7 +250,7 @@ def _draw_bands(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
 
 
 def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(7.2, 4.4), layout="none")
+    fig, ax = _subplots((7.2, 4.4))
     order = runs.sort_values(["dtype", "gpus"], kind="stable").reset_index(drop=True)
     many = len(order) > TRACE_MAX_RUNS
     (_draw_bands if many else _draw_runs)(ax, order, steps)
@@ -220,7 +259,7 @@ def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Fi
     ax.axvspan(lo - 0.5, hi + 0.5, color="#1f77b4", alpha=0.12, lw=0)
     ax.text((lo + hi) / 2, 0.98, f"averaging window {lo}-{hi}", transform=ax.get_xaxis_transform(),
             ha="center", va="top", fontsize="small")  # fmt: skip
-    ax.set_yscale("log")
+    _log_y(ax)
     ax.margins(x=0.12)
     ax.set_xlabel("iteration (as the framework numbers it)")
     ax.set_ylabel("step time (s, log)")
@@ -240,10 +279,7 @@ def _status_figure(runs: pd.DataFrame, title: str, unit: str) -> plt.Figure:
     scales = sorted(frame["gpus"].unique())
     names = list(STATUS_COLOURS)
     grid = np.full((len(configs), len(scales)), np.nan)
-    fig, ax = plt.subplots(
-        figsize=(max(4.5, 1.3 * len(scales) + 3), max(2.2, 0.6 * len(configs) + 1.6)),
-        layout="none",
-    )
+    fig, ax = _subplots((max(4.5, 1.3 * len(scales) + 3), max(2.2, 0.6 * len(configs) + 1.6)))
     for row in frame.itertuples(index=False):
         i, j = configs.index(row.config), scales.index(row.gpus)
         status = str(row.status)
@@ -301,6 +337,12 @@ def plot_group(
 
 TRACE_COLUMNS = ("run_id", "iteration", "step_time_s")
 """The steps table's columns the figures use."""
+RUN_COLUMNS = (
+    "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "variant", "attempt", "status",
+    "reason", "window_first", "window_last", "step_time_mean_s", "tokens_per_s",
+    "tokens_per_s_per_gpu", "mfu", "reference_step_time_s",
+)  # fmt: skip
+"""The runs table's columns the figures use (a group's job reads only these)."""
 
 
 def read_group(
@@ -308,16 +350,41 @@ def read_group(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of ``run_ids`` in the runs and steps tables (Parquet). Of the steps only
     ``TRACE_COLUMNS``, filtered while reading: a group's job need not load every step of
-    the sweep (millions of rows for a large one)."""
+    the sweep (millions of rows for a large one). The steps file is sorted by group
+    (``llmbench.aggregate.RUN_ORDER``), so only the row groups whose statistics admit the
+    group's workloads, sizes and GPU types are read."""
     wanted = pa.array(list(run_ids), pa.string())  # typed: an empty list has no type
-    runs = pd.read_parquet(runs_path, filters=[("run_id", "in", wanted)])
-    return runs, _read_steps(steps_path, wanted)
+    runs = pd.read_parquet(runs_path, columns=list(RUN_COLUMNS), filters=[("run_id", "in", wanted)])
+    values = {key: set(runs[key].astype(str)) for key in _GROUP_KEYS}
+    return runs, _read_steps(steps_path, wanted, values)
 
 
-def _read_steps(path: str | Path, run_ids: pa.Array) -> pd.DataFrame:
+_GROUP_KEYS = ("workload", "size", "gpu_type")
+"""Group keys the steps table has (scaling is in the runs table only)."""
+
+
+def _row_groups(file: pq.ParquetFile, values: dict[str, set[str]]) -> list[int]:
+    """Row groups whose min-max statistics of every key in ``values`` admit one of its
+    values (all of them where a statistic is missing)."""
+    names = file.schema_arrow.names
+    chosen = []
+    for i in range(file.metadata.num_row_groups):
+        group = file.metadata.row_group(i)
+        admits = True
+        for key, wanted in values.items():
+            stats = group.column(names.index(key)).statistics
+            if stats is not None and stats.has_min_max:
+                admits &= any(stats.min <= v <= stats.max for v in wanted)
+        if admits:
+            chosen.append(i)
+    return chosen
+
+
+def _read_steps(path: str | Path, run_ids: pa.Array, values: dict[str, set[str]]) -> pd.DataFrame:
     # Run ids are read dictionary-encoded, as Parquet stores them, and matched once per
     # distinct id of each row group: 3x faster than a filter that compares every step's.
-    table = pq.read_table(path, columns=list(TRACE_COLUMNS), read_dictionary=["run_id"])
+    file = pq.ParquetFile(path, read_dictionary=["run_id"])
+    table = file.read_row_groups(_row_groups(file, values), columns=list(TRACE_COLUMNS))
     ids = table.column("run_id")
     keep = [pc.take(pc.is_in(chunk.dictionary, value_set=run_ids), chunk.indices)
             for chunk in ids.chunks]  # fmt: skip
@@ -327,6 +394,14 @@ def _read_steps(path: str | Path, run_ids: pa.Array) -> pd.DataFrame:
     return table.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
-def plot_scaling(runs: pd.DataFrame, title: str, out_dir: Path) -> list[Path]:
-    """Figures of one group from the runs table alone (no step trace)."""
-    return plot_group(runs, None, title, out_dir)
+def plot_group_files(
+    runs_path: str | Path,
+    steps_path: str | Path,
+    run_ids: Sequence[str],
+    title: str,
+    out_dir: Path,
+) -> list[Path]:
+    """The plot_scaling rule: the figures of one group (``run_ids``) from the runs and
+    steps tables (Parquet); returns the files written."""
+    runs, steps = read_group(runs_path, steps_path, run_ids)
+    return plot_group(runs, steps, title, out_dir)

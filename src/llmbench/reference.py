@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from llmbench.catalog import published_results
 from llmbench.errors import ConfigError
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
@@ -63,8 +64,6 @@ def _typed(frame: pd.DataFrame, where: str) -> pd.DataFrame:
 
 def builtin_references() -> pd.DataFrame:
     """The spec's published step times (table rows, weak scaling), source = document."""
-    from llmbench.catalog import published_results
-
     rows = [
         {
             "workload": r.workload,

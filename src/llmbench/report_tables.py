@@ -91,6 +91,16 @@ p.none{font-style:italic}
 </style>"""
 
 
+def html_page(title: str, body: str, style: str = _STYLE) -> str:
+    """A standalone HTML page: ``title`` as its title and heading, ``style`` (a ``<style>``
+    element) and ``body`` (every page of the report: this module and scaling_tables)."""
+    esc = html.escape(title)
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc}</title>"
+        f"{style}</head><body><h1>{esc}</h1>{body}</body></html>\n"
+    )
+
+
 def _cell(column: str, value: object) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return ""
@@ -124,13 +134,12 @@ def runs_html(runs: pd.DataFrame, title: str = "llmbench runs") -> str:
     cols = [c for c in RUNS_HTML_COLUMNS if c in runs.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     classes = [html.escape(str(v)) for v in runs["status"].tolist()]
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"{_STYLE}</head><body><h1>{html.escape(title)}</h1>"
+    return html_page(
+        title,
         f"<p>{len(runs)} runs; step time is the mean over the averaging window; "
         f"MFU = GBS &times; model FLOPs / step time / GPUs / peak.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(runs, cols, classes)}</tbody>"
-        "</table></body></html>\n"
+        "</table>",
     )
 
 
@@ -153,11 +162,7 @@ def table_html(
         if len(frame)
         else f'<p class="none">{html.escape(empty)}</p>'
     )
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"{_STYLE}</head><body><h1>{html.escape(title)}</h1><p>{intro}</p>{table}"
-        "</body></html>\n"
-    )
+    return html_page(title, f"<p>{intro}</p>{table}")
 
 
 def references_html(runs: pd.DataFrame, tolerance: float) -> str:

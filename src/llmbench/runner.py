@@ -7,7 +7,6 @@ reported attempt.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import provenance
+from llmbench.atomic import write_json_atomic
 from llmbench.launch import render_launch_script
 from llmbench.launch.script import LOG_FILE, SPEC_FILE
 from llmbench.parsers import parse_log
@@ -64,13 +64,6 @@ def _step_tasks(job_id: str | None) -> Callable[[], list[int]] | None:
 def _has_steps(log: Path) -> bool:
     """The log shows a training step: the watchdog's startup allowance is over."""
     return parse_log(log).summary.n_iterations > 0
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
 
 
 def run_attempt(

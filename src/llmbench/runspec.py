@@ -79,8 +79,17 @@ class RunSpec:
         return f"{self.workload}_{self.size}_{self.gpu_type}_{self.scaling}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """Plain JSON data; nested mappings are copies. Field by field, not
+        ``dataclasses.asdict`` (a recursive deep copy): a 10,000-run sweep's DAG asks for
+        every run's, and that copy was a tenth of its dry run."""
+        data = dict(self.__dict__)
         data["window"] = list(self.window)
+        for name in ("parallelism", "model"):
+            data[name] = dict(data[name])
+        data["profile"] = {
+            k: list(v) if isinstance(v, (list, tuple)) else v for k, v in self.profile.items()
+        }
+        data["limits"] = asdict(self.limits) if self.limits is not None else None
         data["run_id"] = self.run_id
         return data
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from llmbench.report_tables import html_page
+
 TABLE_KEYS = ("workload", "size", "dtype", "gpu_type", "scaling")
 
 
@@ -147,11 +149,10 @@ def scaling_html(runs: pd.DataFrame, title: str = "llmbench scaling tables") -> 
         )
     if not body:
         body.append("<p>No performance runs.</p>")
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
-        f"{_STYLE}</head><body><h1>{esc(title)}</h1>"
+    return html_page(
+        title,
         "<p>Step time: mean over the averaging window; throughput = sequence length &times; "
         "GBS / step time; MFU = GBS &times; model FLOPs / step time / GPUs / peak; "
-        "days = token budget / throughput / 86400.</p>"
-        f"{''.join(body)}</body></html>\n"
+        "days = token budget / throughput / 86400.</p>" + "".join(body),
+        _STYLE,
     )

@@ -13,6 +13,7 @@ the plugin's own resources (set in the profile), which it quotes itself.
 
 from __future__ import annotations
 
+import math
 import shlex
 import shutil
 import subprocess
@@ -21,10 +22,19 @@ from typing import Any
 
 import psutil
 
+from llmbench.limits import RunLimits
 from llmbench.runspec import RunSpec
 from llmbench.runspec import parity_settings as settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
+JOB_OVERHEAD_MIN = 5
+"""Added to a run's time limit for its Slurm job: Snakemake's start inside the job, the log
+parse. The run's own limit (``llmbench.limits``) is the one answer to how long it may take."""
+
+
+def job_time_min(limits: RunLimits) -> int:
+    """The Slurm job's time limit in whole minutes (``sbatch -t``)."""
+    return math.ceil(limits.time_limit_s / 60) + JOB_OVERHEAD_MIN
 
 
 def slurm_extra(extras: Mapping[str, Any]) -> str:
@@ -80,7 +90,7 @@ def slurm_resources(
         "mem_mb": 0,
         "mem_mb_per_cpu": 0 if all_memory else CPU_RUN_MEM_MB_PER_CPU,
         # the run's own limit (enforced by llmbench) plus the job's overhead
-        "runtime": spec.limits.slurm_time_min,
+        "runtime": job_time_min(spec.limits),
         "slurm_extra": slurm_extra(extras),
     }
     # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.

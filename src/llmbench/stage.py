@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from llmbench.containers import sqsh_name
+from llmbench.catalog import load_catalog
+from llmbench.images import sqsh_name
 from llmbench.runspec import RunSpec
 
 IMAGES_DIR = "images"
@@ -35,8 +36,6 @@ class ImageImport:
 
 def image_arch(spec: RunSpec) -> str:
     """CPU architecture of the nodes the run lands on (Grace nodes are aarch64)."""
-    from llmbench.catalog import load_catalog
-
     return load_catalog().gpu(spec.gpu_type).arch
 
 
@@ -44,8 +43,6 @@ def image_import(spec: RunSpec) -> ImageImport | None:
     """The import a run's launch needs; None when it runs without a container."""
     if spec.container != "enroot":
         return None
-    from llmbench.catalog import load_catalog
-
     return ImageImport(spec.image or load_catalog().image(spec.workload), image_arch(spec))
 
 
@@ -89,8 +86,6 @@ def checkpoint_source(spec: RunSpec) -> str | None:
 def checkpoint_space_warning(specs: Iterable[RunSpec], free_bytes: int) -> str | None:
     """A one-line warning when the ckpt-save runs' checkpoints (sizes from the spec's
     documents) need more than the stage folder's free space; None when they fit."""
-    from llmbench.catalog import load_catalog
-
     catalog = load_catalog()
     needed_gb = 0.0
     saving = []

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from llmbench.atomic import write_text_atomic
 from llmbench.errors import LaunchError
-from llmbench.tables_io import write_text_atomic
 
 PTH_FILE = "llmbench-src.pth"
 IMPORT_CHECK = "import llmbench.entrypoints.common"

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from llmbench.atomic import write_json_atomic
 from llmbench.history.sweep import stamp_sweep
-from llmbench.runner import write_json_atomic
 from tests.sweep_tables import nemo_8b, sweep_tables
 
 

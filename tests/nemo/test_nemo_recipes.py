@@ -19,8 +19,8 @@ import yaml
 
 from llmbench.catalog import load_catalog
 from llmbench.config import run_specs, validate_config
+from llmbench.launch.shell import join
 from llmbench.launch.variants import variant_parts
-from llmbench.launch.words import join
 from llmbench.runspec import RunSpec
 from llmbench.stage import VENV_MARKER
 from llmbench.venv import build_venv

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+from llmbench.telemetry.frames import read_samples
 from llmbench.telemetry.run import TelemetrySettings, sampler_command
-from llmbench.telemetry.samples import read_samples
 from tests.telemetry.conftest import node_tree, write_counter
 
 

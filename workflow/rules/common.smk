@@ -2,8 +2,10 @@ import functools
 import os
 import re
 import sys
+from pathlib import Path
 
-from llmbench.attempts import nodes_to_avoid, retry_token
+from llmbench import wiring
+from llmbench.attempts import retry_token
 from llmbench.config import validate_and_expand
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
@@ -17,10 +19,8 @@ from llmbench.stage import (
     image_path,
     needs_venv,
     venv_marker_path,
-    venv_python,
 )
 from llmbench.errors import ConfigError
-from llmbench.plots import plot_files
 
 try:
     CONFIG, _specs = validate_and_expand(config, source="config")
@@ -51,17 +51,8 @@ if any(spec.variant == "ckpt-save" for spec in RUNS.values()):
     if _space:
         print(f"llmbench: warning: {_space}", file=sys.stderr)
 
-# Relative to the working directory, else to this workflow (its envs/ folder).
-VENV_REQUIREMENTS = next(
-    (
-        str(path)
-        for path in (
-            Path(CONFIG["setup"]["venv_requirements"]),
-            Path(workflow.basedir) / CONFIG["setup"]["venv_requirements"],
-        )
-        if path.is_file()
-    ),
-    None,
+VENV_REQUIREMENTS = wiring.find_file(
+    CONFIG["setup"]["venv_requirements"], workflow.basedir
 )
 if any(map(needs_venv, RUNS.values())) and VENV_REQUIREMENTS is None:
     sys.exit(
@@ -69,9 +60,7 @@ if any(map(needs_venv, RUNS.values())) and VENV_REQUIREMENTS is None:
         f"{CONFIG['setup']['venv_requirements']!r} does not exist; allowed: a pinned "
         "requirements file (e.g. envs/training-venv.txt)"
     )
-GROUPS = {}
-for _spec in RUNS.values():
-    GROUPS.setdefault(_spec.group_id, []).append(_spec.run_id)
+GROUPS = wiring.run_groups(RUNS.values())
 
 
 # Id shapes, not lists of ids: a list is substituted into every file pattern (quadratic
@@ -83,6 +72,7 @@ wildcard_constraints:
 
 @functools.cache
 def _train_params(run):
+    # Once per run: Snakemake evaluates params several times per job.
     return {
         "spec": RUNS[run].to_dict(),
         # Changes exactly when the reported attempt did not succeed (llmbench.attempts),
@@ -90,29 +80,20 @@ def _train_params(run):
         "retry_of": retry_token(
             Path("results/runs") / run, CONFIG["failures"]["keep_failed"]
         ),
-        "env": _launch_env(RUNS[run]),
+        "env": wiring.launch_env(RUNS[run], STAGE, CONFIG["master_addr"]),
         "telemetry": CONFIG["telemetry"],
     }
 
 
+@wiring.with_signature
 def get_train_params(wildcards):
     # One params callable, not three: Snakemake evaluates each several times per job.
     return _train_params(wildcards.run)
 
 
-def _train_threads(spec):
-    return spec.gpus_per_node * spec.threads_per_rank
-
-
 def get_train_threads():
-    values = {_train_threads(spec) for spec in RUNS.values()}
-    if len(values) == 1:  # a constant is cheaper to Snakemake than a callable
-        return values.pop()
-
-    def threads(wildcards):
-        return _train_threads(RUNS[wildcards.run])
-
-    return threads
+    threads = {run: s.gpus_per_node * s.threads_per_rank for run, s in RUNS.items()}
+    return wiring.per_run(threads, lambda run, attempt: threads[run])
 
 
 def get_sqsh_constraint():
@@ -134,6 +115,7 @@ def get_setup_resources():
     return resources
 
 
+@wiring.with_signature
 def get_setup_inputs(wildcards):
     """The run's image (container: enroot), the training venv (framework workloads) and,
     for ckpt-load, the ckpt-save run whose checkpoint it restores."""
@@ -150,15 +132,7 @@ def get_setup_inputs(wildcards):
     return inputs
 
 
-def _launch_env(spec):
-    env = {"LLMBENCH_STAGE_PATH": str(Path(STAGE).resolve())}
-    if needs_venv(spec):
-        env["LLMBENCH_PYTHON"] = str(Path(venv_python(STAGE)).resolve())
-    if CONFIG["master_addr"]:
-        env["LLMBENCH_MASTER_ADDR"] = CONFIG["master_addr"]
-    return env
-
-
+@wiring.with_signature
 def get_try_number(wildcards, attempt):
     # Snakemake hands its try counter only to resource functions; the train script reads
     # it back to tell a first try from a retry.
@@ -168,30 +142,25 @@ def get_try_number(wildcards, attempt):
 @functools.cache
 def train_resources(run, attempt, preflight_exclude=""):
     # Once per job try, not once per resource: a retry's node check queries Slurm.
-    extras = dict(CONFIG["slurm"])
-    if preflight_exclude:  # nodes the preflight gate rejected
-        extras["exclude"] = ",".join(
-            filter(None, [extras.get("exclude"), preflight_exclude])
-        )
-    if attempt > 1:  # a retry avoids the nodes an infrastructure failure hit
-        avoid = nodes_to_avoid(Path("results/runs") / run)
-        if avoid:
-            extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
-    return slurm_resources(RUNS[run], extras, CONFIG["threads_per_rank"])
+    return wiring.train_resources(
+        RUNS[run],
+        Path("results/runs") / run,
+        attempt,
+        CONFIG["slurm"],
+        CONFIG["threads_per_rank"],
+        preflight_exclude,
+    )
 
 
 def get_train_resources(name):
-    # A value every run of the sweep shares is a constant: Snakemake evaluates a callable
-    # several times per job, which dominates the dry run of a large sweep. Only
-    # slurm_extra changes on a retry (nodes to avoid).
-    values = {train_resources(run, 1)[name] for run in RUNS}
-    if name != "slurm_extra" and len(values) == 1:
-        return values.pop()
-
-    def resource(wildcards, attempt):
-        return train_resources(wildcards.run, attempt, preflight_excluded())[name]
-
-    return resource
+    # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
+    # avoid) and with the preflight gate's verdict, so it stays a callable.
+    values = {run: train_resources(run, 1)[name] for run in RUNS}
+    return wiring.per_run(
+        values,
+        lambda run, attempt: train_resources(run, attempt, preflight_excluded())[name],
+        varies=name == "slurm_extra",
+    )
 
 
 def run_files(name):
@@ -217,36 +186,19 @@ def get_final_outputs():
     ]
 
 
-def get_reference_settings():
-    """The ``reference`` config block with its defaults (tolerance 5 %, no user file)."""
-    return {"tolerance": 0.05, "file": None, **(CONFIG.get("reference") or {})}
-
-
 def get_reference_tolerance():
-    return float(get_reference_settings()["tolerance"])
+    return float(CONFIG["reference"]["tolerance"])  # the schema's default filled in
 
 
 def get_reference_input(wildcards):
-    path = get_reference_settings()["file"]
+    path = CONFIG["reference"]["file"]
     return {"reference": path} if path else {}
 
 
-def _label_values(specs):
-    scales = sorted({spec.gpus for spec in specs})
-    unit = "CPU ranks" if all(s.gpu_type == "cpu" for s in specs) else "GPUs"
-    return {
-        "workload": ", ".join(sorted({s.workload for s in specs})),
-        "size": ", ".join(sorted({s.size for s in specs})),
-        "dtype": ", ".join(sorted({s.dtype for s in specs})),
-        "GPU type": ", ".join(sorted({s.gpu_type for s in specs})),
-        "scale": f"{scales[0]}-{scales[-1]} {unit}" if scales else "",
-    }
-
-
 def get_table_labels(table):
-    return {**_label_values(list(RUNS.values())), "content": table}
+    return {**wiring.label_values(RUNS.values()), "content": table}
 
 
 def get_plot_labels(wildcards):
     specs = [RUNS[run] for run in GROUPS[wildcards.group]]
-    return {**_label_values(specs), "content": wildcards.name.replace("_", " ")}
+    return {**wiring.label_values(specs), "content": wildcards.name.replace("_", " ")}

@@ -4,15 +4,12 @@ from llmbench.history.trends import write_sweep_trends
 from llmbench.reference import references_for
 
 sys.stderr = open(snakemake.log[0], "w")
-inputs = snakemake.input
-params = snakemake.params
-named = set(inputs.keys())  # the reference file is an optional input
 write_sweep_trends(
-    params.history,
-    inputs.runs,
-    inputs.sweep,
-    references_for(inputs.reference if "reference" in named else None),
-    params.tolerance,
-    params.days,
+    snakemake.params.history,
+    snakemake.input.runs,
+    snakemake.input.sweep,
+    references_for(snakemake.input.get("reference")),  # an optional input
+    snakemake.params.tolerance,
+    snakemake.params.days,
     snakemake.output.plots,
 )

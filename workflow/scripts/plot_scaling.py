@@ -1,9 +1,11 @@
 import sys
 from pathlib import Path
 
-from llmbench.plots import plot_group, read_group
+from llmbench.plots import plot_group_files
 
 sys.stderr = open(snakemake.log[0], "w")
-runs, steps = read_group(snakemake.input.runs, snakemake.input.steps, snakemake.params.runs)
-written = plot_group(runs, steps, snakemake.wildcards.group, Path(snakemake.output.plots))
+inputs, group = snakemake.input, snakemake.wildcards.group
+written = plot_group_files(
+    inputs.runs, inputs.steps, snakemake.params.runs, group, Path(snakemake.output.plots)
+)
 print(f"{len(written)} files written: {', '.join(p.name for p in written)}", file=sys.stderr)

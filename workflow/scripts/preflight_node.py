@@ -1,9 +1,9 @@
 import sys
 from pathlib import Path
 
+from llmbench.atomic import write_json_atomic
 from llmbench.preflight.node import node_preflight
 from llmbench.preflight.settings import settings_from_dict
-from llmbench.runner import write_json_atomic
 
 sys.stderr = open(snakemake.log[0], "w")
 output = Path(snakemake.output.result)

@@ -1,7 +1,7 @@
 import sys
 from pathlib import Path
 
-from llmbench.tables_io import write_parquet_atomic
+from llmbench.atomic import write_parquet_atomic
 from llmbench.telemetry.run import sweep_samples
 
 sys.stderr = open(snakemake.log[0], "w")

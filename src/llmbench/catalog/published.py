@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench import metrics
-from llmbench.catalog import Catalog, _read_yaml, load_catalog
+from llmbench.catalog.load import load_catalog, read_yaml
+from llmbench.catalog.query import Catalog
 from llmbench.flops import flops_breakdown, model_flops_per_sample
 
 METRICS = ("tokens_per_s", "mfu_pct", "days_to_train")
@@ -114,7 +115,7 @@ def _result(base: Mapping[str, Any], cells: Mapping[str, Any], kind: str) -> Pub
 
 @functools.cache
 def _raw() -> dict[str, Any]:
-    return dict(_read_yaml("published.yaml"))
+    return dict(read_yaml("published.yaml"))
 
 
 @functools.cache
@@ -126,6 +127,11 @@ def load_published() -> tuple[PublishedResult, ...]:
         for values in table["rows"]:
             results.append(_result(base, dict(zip(table["columns"], values, strict=True)), "table"))
     return tuple(results)
+
+
+def published_results() -> list[PublishedResult]:
+    """The spec's published results tables, as a list (``load_published``)."""
+    return list(load_published())
 
 
 @functools.cache

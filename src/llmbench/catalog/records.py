@@ -1,4 +1,5 @@
-"""Typed, frozen records of the catalog: GPU types, model specs, recipe rows."""
+"""Typed, frozen records of the catalog: documents, workloads, GPU types, model specs,
+recipe rows. Types only: the rules that check them are ``llmbench.catalog.rules``."""
 
 from __future__ import annotations
 
@@ -79,6 +80,32 @@ class Profiling:
     total_steps: int
     ranks: str | None
     source: str
+
+
+@dataclass(frozen=True)
+class Document:
+    """One spec document: its age rank (newer wins), timing method and profiling defaults."""
+
+    name: str
+    rank: int
+    framework: str
+    train_steps: int
+    step_time_unit: str
+    timing_method: str
+    timing_iterations: tuple[int, int] | None
+    profiling: Profiling | None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload: framework, image, sizes (-> model ids) and checkpoint facts."""
+
+    workload: str
+    framework: str
+    image: str
+    image_is_placeholder: bool
+    sizes: dict[str, str] = field(hash=False)
+    checkpoints: tuple[Checkpoint, ...] = ()
 
 
 ROW_FIELDS = (
@@ -177,16 +204,3 @@ class RecipeRow:
             "scaling": self.scaling,
             **extra,
         }
-
-    def with_overrides(self, **fields: Any) -> RecipeRow:
-        """A copy with ``fields`` replaced, dependent values re-derived, then validated.
-
-        Re-derived unless given: ``nodes`` (always) from gpus and GPUs per node; ``gbs`` when
-        the document writes it as a ``GPUs`` formula (Megatron-Bridge) and gpus changes;
-        ``dp`` = gpus / (tp x pp x cp [x fsdp on MaxText]); ``ga`` = gbs / (mbs x dp).
-        ``gbs`` otherwise stays as given (changing gpus alone keeps the batch, so GA moves).
-        Raises ConfigError naming the field, the value and the rule that fails.
-        """
-        from llmbench.parallelism import derive_and_validate
-
-        return derive_and_validate(self, fields)

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from llmbench import metrics
-from llmbench.catalog import RecipeRow, load_catalog
+from llmbench.catalog import RecipeRow, load_catalog, with_overrides
 from llmbench.errors import ConfigError
 from llmbench.flops import model_flops_per_sample
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         args.workload, args.size, args.dtype, args.gpu_type, args.gpus, scaling=args.scaling
     )
     if args.gbs is not None:
-        row = row.with_overrides(gbs=args.gbs)
+        row = with_overrides(row, gbs=args.gbs)
     result = compute(row, args.step_time, args.tokens)
     if args.format == "json":
         context = {"gbs": row.gbs, "seq_len": row.seq_len, "total_tokens": args.tokens}

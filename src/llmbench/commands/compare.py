@@ -11,12 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from llmbench.atomic import write_text_atomic
 from llmbench.errors import ConfigError
 from llmbench.history.compare import compare
 from llmbench.history.location import history_from
 from llmbench.history.render import FORMATS, render
 from llmbench.history.stats import CONFIDENCE, TOLERANCE
-from llmbench.tables_io import write_text_atomic
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from llmbench.catalog import published_results
 from llmbench.config import load_config, run_specs
 from llmbench.plan import plan_summary, plan_table, reference_step_times
 
@@ -22,17 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llmbench.catalog import load_catalog, published_results
-
-    config = load_config(args.config)
-    specs = run_specs(config)
-    catalog = load_catalog()
-    images = (
-        {s.workload: catalog.image(s.workload) for s in specs if s.framework != "torch"}
-        if config["container"] == "enroot"
-        else {}
-    )
-    plan = plan_table(specs, reference_step_times(published_results()), images)
+    specs = run_specs(load_config(args.config))
+    plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
     if args.format == "json":
         records = json.loads(plan.to_json(orient="records"))

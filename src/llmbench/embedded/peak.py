@@ -24,6 +24,7 @@ GEMM_OPS = ("matmul", "linear")
 
 def gemm_flops_per_s(n: int, dtype: str, repeats: int, threads: int, op: str = "matmul") -> float:
     """Best-of-``repeats`` FLOP/s of an n x n x n GEMM on ``threads`` threads."""
+    # heavy optional dependency (the embedded extra): imported only when used
     import torch
     import torch.nn.functional as F
 
@@ -64,6 +65,7 @@ def measure_peak(
     budget_s: float = 0.05,
 ) -> dict[str, Any]:
     """Peak FLOP/s per dtype: the best over matrix sizes, recorded with how it was measured."""
+    # heavy optional dependency (the embedded extra): imported only when used
     import torch
 
     peaks = {dtype: best_over_sizes(dtype, threads, sizes, repeats, budget_s) for dtype in DTYPES}

@@ -98,6 +98,7 @@ def inject(fault: Fault | None, iteration: int) -> bool:
     if iteration != fault.iteration:
         return False
     if fault.kind == "oom":
+        # heavy optional dependency (the embedded extra): imported only when used
         import torch
 
         raise torch.OutOfMemoryError(
@@ -152,6 +153,7 @@ def nemo_step_line(
 def train(spec: RunSpec, info: RankInfo) -> None:
     """Train ``spec.steps`` iterations on this rank; the process group (if any) is torn
     down only after every object that uses it is gone (``process_group``)."""
+    # heavy optional dependency (the embedded extra): imported only when used
     import torch
 
     torch.set_num_threads(spec.threads_per_rank)
@@ -234,6 +236,7 @@ def _steps(
     fault: Fault | None,
     clock: typing.TextIO | None,
 ) -> None:
+    # heavy optional dependency (in the training image or venv): imported only here
     import torch
     import torch.distributed as dist
 

@@ -3,6 +3,9 @@ reference's profile-guided (PGLE) pass where the parity data asks for one."""
 
 from __future__ import annotations
 
+import os
+import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -144,8 +147,6 @@ PROFILE_KEYS = {"run_name", "steps", "profiler", "skip_first_n_steps_for_profile
 def run_pgle(the_pass: PglePass, rank: int) -> None:  # pragma: no cover - needs MaxText
     """The profile pass (its output in ``pgle/``, not in the train log: its steps are not
     the measured ones), then rank 0 writes the latency profile."""
-    import os
-    import subprocess
 
     os.makedirs(PGLE_DIR, exist_ok=True)
     print(f"llmbench: PGLE profile pass on rank {rank}, log in {PGLE_DIR}/", flush=True)
@@ -157,8 +158,6 @@ def run_pgle(the_pass: PglePass, rank: int) -> None:  # pragma: no cover - needs
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs MaxText
-    import os
-    import runpy
 
     options = parse_args(argv, "llmbench.entrypoints.maxtext")
     args = argv_for(options)  # before the heavy import

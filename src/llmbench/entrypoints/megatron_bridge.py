@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -101,11 +102,11 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs the library
-    import importlib
 
     options = parse_args(argv, "llmbench.entrypoints.megatron_bridge")
     module_name, kwargs = recipe_call(options)
     precision_name, precision_fields = precision(options)
+    # heavy optional dependency (in the training image or venv): imported only here
     from megatron.bridge.training import mixed_precision
     from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.pretrain import pretrain

@@ -6,6 +6,7 @@ container with the source mounted, as a file (it then puts that source on sys.pa
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 
@@ -140,6 +141,7 @@ def plan(options: EntryOptions) -> NemoPlan:
 
 
 def _comm_overlap_index(callbacks: Sequence[Any]) -> int | None:
+    # heavy optional dependency (in the training image or venv): imported only here
     from nemo.lightning.pytorch.callbacks.megatron_comm_overlap import MegatronCommOverlapCallback
 
     for index, callback in enumerate(callbacks or []):
@@ -150,6 +152,7 @@ def _comm_overlap_index(callbacks: Sequence[Any]) -> int | None:
 
 def _userbuffers_config(name: str) -> Any:  # pragma: no cover - needs NeMo
     """A userbuffers config by name, as a serialisable ``run.Config`` (they are dataclasses)."""
+    # heavy optional dependency (in the training image or venv): imported only here
     import fiddle as fdl
     import nemo_run as run
     from fiddle._src.experimental import dataclasses as fdl_dc
@@ -159,6 +162,7 @@ def _userbuffers_config(name: str) -> Any:  # pragma: no cover - needs NeMo
 
 
 def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
+    # heavy optional dependency (in the training image or venv): imported only here
     import nemo_run as run
     import torch
     from nemo import lightning as nl
@@ -212,8 +216,8 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
     an override NeMo or Megatron would reject raises here. The data module is serialized
     but not built: its tokenizer would be fetched from the network.
     """
-    import copy
 
+    # heavy optional dependency (in the training image or venv): imported only here
     import fiddle as fdl
     from nemo.lightning._strategy_lib import set_model_parallel_attributes
     from nemo.lightning.pytorch.plugins.mixed_precision import update_config_with_dtype_overrides
@@ -243,6 +247,7 @@ def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs NeMo
     options = parse_args(argv, "llmbench.entrypoints.nemo2", can_check=True)
     the_plan = plan(options)  # before the heavy import: a bad spec fails fast
+    # heavy optional dependency (in the training image or venv): imported only here
     import nemo_run as run
 
     recipe = build_recipe(the_plan)

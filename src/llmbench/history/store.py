@@ -35,6 +35,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from llmbench.atomic import write_json_atomic
 from llmbench.errors import ConfigError
 from llmbench.history.sweep import RECORD_FIELDS, SCHEMA_VERSION, SWEEP_FILE, read_sweep
 
@@ -293,3 +294,14 @@ def sweeps_in(history: History, sweep_ids: Iterable[str]) -> pd.DataFrame:
     index = sweep_index(history).set_index("sweep_id", drop=False)
     wanted = [s for s in sweep_ids if s in index.index]
     return index.loc[wanted].reset_index(drop=True)
+
+
+def add_sweep_of_job(location: str, sweep_json: str | os.PathLike[str], added_json: str) -> str:
+    """The history_add rule: add the sweep whose ``tables/sweep.json`` is ``sweep_json``
+    to the history at ``location``, and note what was added in ``added_json``; returns a
+    line for the job's log."""
+    added = add_sweep(open_history(location), Path(sweep_json).parent.parent)
+    write_json_atomic(
+        added_json, {"sweep_id": added.sweep_id, "history": location, "path": added.path}
+    )
+    return f"sweep {added.sweep_id} {'added to' if added.new else 'already in'} {added.path}"

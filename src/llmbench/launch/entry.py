@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llmbench.errors import LaunchError
-from llmbench.launch.words import Raw, Word
+from llmbench.launch.shell import Raw, Word
 from llmbench.runspec import RunSpec
 
 SPEC_FILE = "run_spec.json"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
+from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
     STAGE_CHECK,
     allocation_comment,
@@ -17,7 +18,6 @@ from llmbench.launch.srun import (
     srun_words,
 )
 from llmbench.launch.variants import variant_parts
-from llmbench.launch.words import Word, join
 from llmbench.runspec import RunSpec
 from llmbench.stage import image_import
 

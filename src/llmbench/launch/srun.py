@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
-from llmbench.launch.words import Raw, Word
+from llmbench.launch.shell import Raw, Word
 from llmbench.runspec import RunSpec
 from llmbench.runspec import parity_settings as settings
 from llmbench.stage import ImageImport

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.errors import LaunchError
-from llmbench.launch.words import Raw, Word, join
+from llmbench.launch.shell import Raw, Word, join
+from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import RunSpec
 from llmbench.stage import save_run_of
 
@@ -57,8 +58,6 @@ def profile_prefix(spec: RunSpec) -> tuple[list[Word], list[str]]:
     "0-8"): each task runs a small wrapper that execs nsys on the selected global ranks
     (``SLURM_PROCID``, set by srun per task) and the bare command on the others.
     """
-    from llmbench.launch.ranks import parse_ranks
-
     nsys = nsys_words(spec)
     chosen = profile_settings(spec)["ranks"]
     ranks = parse_ranks(chosen, spec.gpus)
@@ -75,24 +74,6 @@ def profile_prefix(spec: RunSpec) -> tuple[list[Word], list[str]]:
         "EOF",
     ]
     return ["bash", RANK_WRAPPER], lines
-
-
-def default_profile(source: str | None, window_last: int, steps: int) -> dict[str, Any]:
-    """Nsight steps (inclusive), ranks and GPU metrics the recipe document states. A
-    document that states none (MaxText) profiles the steps after the timing window, where
-    the profiler cannot disturb the measured iterations, on every rank."""
-    profiling = None
-    if source:
-        from llmbench.catalog import load_catalog
-
-        profiling = load_catalog().document(source).profiling
-    if profiling is None:
-        return {"steps": [window_last + 1, steps], "ranks": "all", "gpu_metrics": False}
-    return {
-        "steps": [profiling.start_step, profiling.stop_step],
-        "ranks": profiling.ranks or "all",
-        "gpu_metrics": False,
-    }
 
 
 def profile_settings(spec: RunSpec) -> dict[str, Any]:

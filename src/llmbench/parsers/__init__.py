@@ -12,7 +12,7 @@ Interface (kept stable for the workflow and the CLI):
 Formats, numbering and status rules: docs/log-formats.md.
 """
 
-from llmbench.parsers.core import ParsedLog, parse_log, read_facts
+from llmbench.parsers.logfile import ParsedLog, parse_log, read_facts
 from llmbench.parsers.nccl import CollectiveSummary, summarize_nccl_trace
 from llmbench.parsers.steps import STEP_COLUMNS
 from llmbench.parsers.summary import LogSummary

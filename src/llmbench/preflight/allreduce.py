@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.embedded.process_group import process_group
 from llmbench.embedded.train import FAULT_ENV, Fault, fault_for, inject
 
 DEFAULT_SIZES = tuple(8 * 8**k for k in range(8))
@@ -56,10 +57,9 @@ def rank_main(
     rank: int, ranks: int, port: int, sizes: Sequence[int], iterations: int, node: str
 ) -> list[AllReducePoint]:
     """One rank of the test (its own process); every rank returns the same timings."""
+    # heavy optional dependency (in the training image or venv): imported only here
     import torch
     import torch.distributed as dist
-
-    from llmbench.embedded.process_group import process_group
 
     torch.set_num_threads(1)
     fault = fault_for(fault_target(node), os.environ.get(FAULT_ENV))

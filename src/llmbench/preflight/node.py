@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from llmbench.launch.words import Raw, Word, join
+from llmbench.launch.shell import Raw, Word, join
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import (
     dcgm_command,

@@ -7,11 +7,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
 from llmbench.preflight.gate import gate, nodes_table
 from llmbench.preflight.settings import PreflightSettings
 from llmbench.report_tables import table_html
-from llmbench.runner import write_json_atomic
-from llmbench.tables_io import write_parquet_atomic, write_text_atomic
 
 NODE_HTML_COLUMNS = (
     "node", "status", "reason", "busbw_gbps", "threshold_gbps", "expected_busbw_gbps",

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from llmbench.plots import _SAME_BYTES, _metadata
+from llmbench.plots import SAME_BYTES, figure_metadata
 
 
 def run_series(samples: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -76,7 +76,7 @@ def plot_group_telemetry(samples: pd.DataFrame, runs: pd.DataFrame, title: str, 
     ax.set_title(title)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    with plt.rc_context(_SAME_BYTES):
-        fig.savefig(out, metadata=_metadata("svg"))
+    with plt.rc_context(SAME_BYTES):
+        fig.savefig(out, metadata=figure_metadata("svg"))
     plt.close(fig)
     return drawn

@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from llmbench.telemetry.energy import WindowEnergy, window_energy
+from llmbench.telemetry.frames import read_samples
 from llmbench.telemetry.sampler import DEFAULT_PERIOD_MS, status_path
-from llmbench.telemetry.samples import read_samples
 
 STEP_CLOCK_FILE = "step_clock.csv"
 SAMPLES_GLOB = "telemetry-*.csv"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from llmbench.errors import ConfigError
-from llmbench.launch.ranks import parse_ranks
 from llmbench.launch.variants import RANK_WRAPPER, variant_parts
+from llmbench.profiling import parse_ranks
 from tests.launch.cases import profile_spec
 
 

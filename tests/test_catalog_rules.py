@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmbench.catalog import load_catalog
+from llmbench.catalog.rules import validate_row, violations, with_overrides
 from llmbench.errors import ConfigError
-from llmbench.parallelism import validate_row, violations
 
 CAT = load_catalog()
 NEMO_8B = CAT.row("llama3.1-nemo", "8b", "bf16", "h100", 8)
@@ -54,20 +54,20 @@ NEMO_8B = CAT.row("llama3.1-nemo", "8b", "bf16", "h100", 8)
 )
 def test_bad_override_one_line(row, overrides, message):
     with pytest.raises(ConfigError) as err:
-        row.with_overrides(**overrides)
+        with_overrides(row, **overrides)
     text = str(err.value)
     assert "\n" not in text
     assert text.startswith(message)
 
 
 def test_overrides_rederive_dependents():
-    row = NEMO_8B.with_overrides(tp=2)
+    row = with_overrides(NEMO_8B, tp=2)
     assert (row.dp, row.ga) == (2, 64)
-    row = NEMO_8B.with_overrides(gpus=16)
+    row = with_overrides(NEMO_8B, gpus=16)
     assert (row.nodes, row.dp, row.gbs, row.ga) == (2, 8, 128, 16)
-    mb = CAT.row("llama3.1-mbridge", "405b", "fp8", "gb300", 128).with_overrides(gpus=256)
+    mb = with_overrides(CAT.row("llama3.1-mbridge", "405b", "fp8", "gb300", 128), gpus=256)
     assert (mb.nodes, mb.dp, mb.gbs, mb.ga) == (64, 128, 128, 1)
-    mx = CAT.row("llama2-maxtext", "70b", "bf16", "h100", 512).with_overrides(fsdp=64)
+    mx = with_overrides(CAT.row("llama2-maxtext", "70b", "bf16", "h100", 512), fsdp=64)
     assert (mx.dp, mx.ga) == (8, 1)
 
 
@@ -100,7 +100,7 @@ def test_less_than_one_node_is_allowed():
 def test_valid_overrides_satisfy_world_size(tp, pp, cp, gpus):
     """Whatever validates obeys the world-size and batch rules; nothing else escapes."""
     try:
-        row = NEMO_8B.with_overrides(tp=tp, pp=pp, cp=cp, gpus=gpus)
+        row = with_overrides(NEMO_8B, tp=tp, pp=pp, cp=cp, gpus=gpus)
     except ConfigError as err:
         assert "\n" not in str(err)
         return

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from llmbench.catalog.formulas import evaluate
@@ -231,8 +231,15 @@ def _derived_dp(row: RecipeRow) -> int | None:
     return row.gpus // divisor
 
 
-def derive_and_validate(row: RecipeRow, fields: Mapping[str, Any]) -> RecipeRow:
-    """``RecipeRow.with_overrides``: replace, re-derive nodes / formulas / dp / ga, validate."""
+def with_overrides(row: RecipeRow, **fields: Any) -> RecipeRow:
+    """A copy of ``row`` with ``fields`` replaced, dependent values re-derived, validated.
+
+    Re-derived unless given: ``nodes`` (always) from gpus and GPUs per node; ``gbs`` when
+    the document writes it as a ``GPUs`` formula (Megatron-Bridge) and gpus changes;
+    ``dp`` = gpus / (tp x pp x cp [x fsdp on MaxText]); ``ga`` = gbs / (mbs x dp).
+    ``gbs`` otherwise stays as given (changing gpus alone keeps the batch, so GA moves).
+    Raises ConfigError naming the field, the value and the rule that fails.
+    """
     unknown = sorted(set(fields) - set(OVERRIDABLE))
     if unknown:
         raise ConfigError(

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmbench.tables_io import csv_text, write_csv_atomic, write_parquet_atomic
+from llmbench.atomic import csv_text, write_csv_atomic, write_parquet_atomic
 
 FLOATS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from llmbench.errors import ConfigError, ParseError
 from llmbench.metrics import DEFAULT_WINDOW
@@ -34,9 +35,6 @@ from llmbench.parsers.scan import (
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
 from llmbench.parsers.vocabulary import Framework
 from llmbench.parsers.window import Window, as_window
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 DEFAULT_TAIL_BYTES = 32 << 20
 """Failure markers are looked for in the last 32 MiB only: a failure ends the job, so its
@@ -229,8 +227,6 @@ class ParsedLog:
     @cached_property
     def steps(self) -> pd.DataFrame:
         """One row per unique iteration; columns ``STEP_COLUMNS``, NaN where not logged."""
-        import pandas as pd
-
         iterations = sorted(self.rows)
         data: dict[str, list[float] | list[int]] = {"iteration": iterations}
         for name in step_lines.VALUE_COLUMNS:

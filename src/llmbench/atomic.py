@@ -1,9 +1,12 @@
-"""Writing tables atomically: a reader never sees half a Parquet or CSV file."""
+"""Writing files atomically (JSON, text, Parquet, CSV): via a temporary file in the same
+folder and a rename, so a reader never sees half a file."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,10 +16,14 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp{os.getpid()}")
 
 
-def write_parquet_atomic(frame: pd.DataFrame, path: str | Path) -> None:
+def write_parquet_atomic(
+    frame: pd.DataFrame, path: str | Path, row_group_size: int | None = None
+) -> None:
+    """``row_group_size``: rows per row group (pyarrow's default when None); smaller
+    groups let a reader that filters on sorted keys skip more of the file."""
     path = Path(path)
     tmp = _tmp(path)
-    frame.to_parquet(tmp, index=False)
+    frame.to_parquet(tmp, index=False, row_group_size=row_group_size)
     os.replace(tmp, path)
 
 
@@ -25,6 +32,11 @@ def write_text_atomic(text: str, path: str | Path) -> None:
     tmp = _tmp(path)
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """``data`` as indented JSON with sorted keys (run records, summaries)."""
+    write_text_atomic(json.dumps(data, indent=2, sort_keys=True) + "\n", path)
 
 
 def write_csv_atomic(frame: pd.DataFrame, path: str | Path) -> None:

@@ -1,0 +1,115 @@
+"""What the workflow's rules ask about a sweep, answered by plain functions.
+
+``workflow/rules/common.smk`` only wires these to rules. Snakemake evaluates a rule's
+resource, param and input callables at least once per job and inspects each callable's
+signature on every call; in a 10,000-run dry run that is most of the time it spends. So
+a value every run shares is handed over as a constant (``per_run``), a per-run answer is
+computed once (the callers cache by run id), and each callable carries its signature
+(``with_signature``) so that Snakemake's look-up is a dictionary read.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from llmbench.attempts import nodes_to_avoid
+from llmbench.runspec import RunSpec
+from llmbench.slurm import slurm_resources
+from llmbench.stage import needs_venv, venv_python
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_signature(func: F) -> F:
+    """``func`` with its signature stored on it (``inspect.signature`` returns a stored
+    ``__signature__`` without parsing the function again)."""
+    func.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
+    return func
+
+
+def per_run(
+    values: Mapping[str, Any], of_run: Callable[[str, int], Any], varies: bool = False
+) -> Any:
+    """The one value when every run of ``values`` (run id -> value of its first try) has
+    the same and it cannot change on a retry (``varies``), else a Snakemake callable
+    ``(wildcards, attempt)`` giving ``of_run(run, attempt)``."""
+    distinct = set(values.values())
+    if len(distinct) == 1 and not varies:
+        return distinct.pop()
+
+    @with_signature
+    def value(wildcards: Any, attempt: int) -> Any:
+        return of_run(wildcards.run, attempt)
+
+    return value
+
+
+def train_resources(
+    spec: RunSpec,
+    run_dir: Path,
+    attempt: int,
+    extras: Mapping[str, Any],
+    threads_per_rank: int,
+    preflight_exclude: str = "",
+) -> dict[str, Any]:
+    """Slurm resources of one try of a run's training job: never on the nodes the
+    preflight gate rejected (``preflight_exclude``, comma-separated), and a retry
+    (``attempt`` > 1) avoids the nodes an infrastructure failure of the last attempt hit."""
+    extras = dict(extras)
+    if preflight_exclude:
+        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), preflight_exclude]))
+    if attempt > 1:
+        avoid = nodes_to_avoid(run_dir)
+        if avoid:
+            extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
+    return slurm_resources(spec, extras, threads_per_rank)
+
+
+@functools.cache
+def _absolute(path: str) -> str:
+    return str(Path(path).resolve())  # once per sweep, not once per run
+
+
+def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, str]:
+    """Launch settings the run's ``launch.sh`` reads from its environment."""
+    env = {"LLMBENCH_STAGE_PATH": _absolute(stage)}
+    if needs_venv(spec):
+        env["LLMBENCH_PYTHON"] = _absolute(venv_python(stage))
+    if master_addr:
+        env["LLMBENCH_MASTER_ADDR"] = master_addr
+    return env
+
+
+def find_file(name: str, basedir: str | Path) -> str | None:
+    """``name`` relative to the working directory, else to the workflow's folder (its
+    ``envs/``); None when neither exists."""
+    for path in (Path(name), Path(basedir) / name):
+        if path.is_file():
+            return str(path)
+    return None
+
+
+def label_values(specs: Iterable[RunSpec]) -> dict[str, str]:
+    """The report's labels of a set of runs: workloads, sizes, dtypes, GPU types, scales."""
+    specs = list(specs)
+    scales = sorted({spec.gpus for spec in specs})
+    unit = "CPU ranks" if all(s.gpu_type == "cpu" for s in specs) else "GPUs"
+    return {
+        "workload": ", ".join(sorted({s.workload for s in specs})),
+        "size": ", ".join(sorted({s.size for s in specs})),
+        "dtype": ", ".join(sorted({s.dtype for s in specs})),
+        "GPU type": ", ".join(sorted({s.gpu_type for s in specs})),
+        "scale": f"{scales[0]}-{scales[-1]} {unit}" if scales else "",
+    }
+
+
+def run_groups(specs: Iterable[RunSpec]) -> dict[str, list[str]]:
+    """Scaling group id -> its run ids, in sweep order."""
+    groups: dict[str, list[str]] = {}
+    for spec in specs:
+        groups.setdefault(spec.group_id, []).append(spec.run_id)
+    return groups

@@ -1,0 +1,57 @@
+"""The aggregate job (``llmbench.tables``) on real run folders: every output file written,
+one row per run, and the same tables as the column-wise functions give."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from llmbench.aggregate import runs_table_from_frames, spec_row, steps_table_from_frame
+from llmbench.tables import OUTPUTS, aggregate_sweep
+from tests.test_aggregate import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
+
+
+def write_run(root, rec, summary, steps):
+    run_dir = root / rec["run_id"]
+    (run_dir / "attempt-1").mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps(rec))
+    summary = {"run_id": rec["run_id"], "attempt": rec["attempt"], **summary}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    steps.drop(columns="run_id").to_parquet(run_dir / "steps.parquet")
+    return run_dir / "run.json"
+
+
+def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> None:
+    good, empty = record(gpus=1), record(gpus=2, exit_code=1)
+    runs_dir, tables = tmp_path / "runs", tmp_path / "tables"
+    tables.mkdir()
+    steps = {good["run_id"]: steps_of(good["run_id"], range(50)),
+             empty["run_id"]: steps_of(empty["run_id"], range(0))}  # fmt: skip
+    paths = [
+        write_run(runs_dir, good, SUMMARY, steps[good["run_id"]]),
+        write_run(runs_dir, empty, NO_DATA, steps[empty["run_id"]]),
+    ]
+    outputs = {name: tables / name for name in OUTPUTS}
+    _, steps_table = aggregate_sweep(
+        {"records": [str(p) for p in paths]}, outputs, {"sweep_id": "s1"}, TRAIN_TOKENS, 0.05
+    )
+    assert all(outputs[name].stat().st_size > 0 for name in OUTPUTS)
+    assert json.loads(outputs["sweep"].read_text()) == {"sweep_id": "s1"}
+    written = pd.read_parquet(outputs["runs"])
+    assert sorted(written.run_id) == sorted([good["run_id"], empty["run_id"]])
+    assert set(written.sweep_id) == {"s1"}
+    by_run = written.set_index("run_id")
+    assert by_run.loc[good["run_id"], "status"] == "success"
+    assert by_run.loc[empty["run_id"], "status"] != "success"
+    assert pd.isna(by_run.loc[empty["run_id"], "tokens_per_s"])
+    # the same numbers as the column-wise functions on the same inputs
+    specs = pd.DataFrame([spec_row(good, None, (1, "")), spec_row(empty, None, (1, ""))])
+    summaries = pd.DataFrame([SUMMARY, NO_DATA])
+    expected = runs_table_from_frames(specs.assign(sweep_id="s1"), summaries, TRAIN_TOKENS)
+    pd.testing.assert_series_equal(written.tokens_per_s, expected.tokens_per_s)
+    assert written.run_id.tolist() == expected.run_id.tolist()
+    long = pd.concat(steps.values(), ignore_index=True)
+    assert len(steps_table) == len(steps_table_from_frame(specs, long)) == 50
+    assert pd.read_parquet(outputs["steps"]).run_id.tolist() == [good["run_id"]] * 50
+    assert good["run_id"] in outputs["runs_html"].read_text()
