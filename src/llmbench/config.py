@@ -187,6 +187,7 @@ def _resolve_tiny(
         parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": gpus, "ga": ga},
         model={"flops_formula": "llama", **shape.__dict__},
         launcher=config["launcher"],
+        platform=dict(config.get(config["launcher"]) or {}),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
         limits=_limits(config, tiny.FRAMEWORK, size, variant),
@@ -263,6 +264,7 @@ def _resolve_catalog(
         },
         model={"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__},
         launcher=config["launcher"],
+        platform=dict(config.get(config["launcher"]) or {}),
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,

@@ -17,6 +17,7 @@ from typing import Any
 
 from llmbench import provenance
 from llmbench.launch import render_launch_script
+from llmbench.launch.platforms import platform_files, platform_outcome
 from llmbench.launch.script import LOG_FILE, SPEC_FILE
 from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
@@ -92,6 +93,8 @@ def run_attempt(
     launch = attempt_dir / "launch.sh"
     launch.write_text(render_launch_script(spec))
     launch.chmod(0o755)
+    for name, text in platform_files(spec, number).items():
+        (attempt_dir / name).write_text(text)
     launch_env = dict(
         os.environ,
         **(env or {}),
@@ -123,6 +126,7 @@ def run_attempt(
         "leftover_processes": outcome.leftover_processes,
         "spec": spec.to_dict(),
         "provenance": provenance.collect(source_dir),
+        **platform_outcome(spec, attempt_dir, job_id),
     }
     write_json_atomic(attempt_dir / RECORD_FILE, record)
     return record

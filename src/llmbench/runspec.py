@@ -48,6 +48,8 @@ class RunSpec:
     profile: dict[str, Any] = field(default_factory=dict)
     """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
     as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
+    platform: dict[str, Any] = field(default_factory=dict)
+    """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config)."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.limits``); None takes the defaults."""
 

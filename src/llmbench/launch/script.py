@@ -5,6 +5,7 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
+from llmbench.launch.kubernetes import KubernetesSite, render_submit_script
 from llmbench.launch.srun import STAGE_CHECK, allocation_lines, container_lines, srun_words
 from llmbench.launch.variants import variant_parts
 from llmbench.launch.words import Word, join
@@ -14,7 +15,7 @@ from llmbench.stage import image_import
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
 
 LOG_FILE = "train.log"
-LAUNCHERS = ("local", "srun")
+LAUNCHERS = ("local", "srun", "kubernetes")
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE) -> list[str]:
@@ -85,4 +86,7 @@ def render_launch_script(spec: RunSpec) -> str:
         return _render_local(spec)
     if spec.launcher == "srun":
         return _render_srun(spec)
+    if spec.launcher == "kubernetes":
+        header = _header(spec, "bash launch.sh (with the same kubeconfig)")
+        return render_submit_script(header, KubernetesSite.from_config(spec.platform))
     raise LaunchError(f"launcher={spec.launcher!r}: allowed: {', '.join(LAUNCHERS)}")

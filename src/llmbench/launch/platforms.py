@@ -1,0 +1,46 @@
+"""What a launcher adds to an attempt beyond ``launch.sh``: the platform's files (a
+manifest) before the run, and after it the cluster type, the platform's workload id and
+a failure reason only the platform knows (eviction, OOM kill, image pull, deadline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llmbench.runspec import RunSpec
+
+CLUSTER_TYPES = {"local": "local", "srun": "slurm", "kubernetes": "kubernetes"}
+"""``launcher`` -> the runs table's ``cluster_type``."""
+GENERIC_REASONS = frozenset({"", "job_failed"})
+"""Platform verdicts that add nothing to what the log and exit code say."""
+
+
+def platform_files(spec: RunSpec, attempt: int) -> dict[str, str]:
+    """File name -> text, written into the attempt folder beside ``launch.sh``."""
+    if spec.launcher == "kubernetes":
+        from llmbench.launch.kubernetes import MANIFEST_FILE, KubernetesSite, render_manifest_yaml
+
+        site = KubernetesSite.from_config(spec.platform)
+        return {MANIFEST_FILE: render_manifest_yaml(spec, site, attempt)}
+    return {}
+
+
+def platform_outcome(spec: RunSpec, attempt_dir: Path, slurm_job_id: str | None) -> dict[str, Any]:
+    """Record fields: ``cluster_type``, ``workload_id`` and, where the platform names a
+    cause, ``failure_reason`` (read from the ``platform.json`` the submit script wrote)."""
+    out: dict[str, Any] = {
+        "cluster_type": CLUSTER_TYPES.get(spec.launcher, spec.launcher),
+        "workload_id": slurm_job_id if spec.launcher == "srun" else None,
+    }
+    try:
+        platform = json.loads((attempt_dir / "platform.json").read_text())
+    except (OSError, ValueError):
+        return out
+    out["workload_id"] = platform.get("workload_id")
+    out["platform_state"] = platform.get("state")
+    reason = platform.get("failure_reason") or ""
+    if reason not in GENERIC_REASONS:
+        out["failure_reason"] = reason
+        out["end_detail_platform"] = platform.get("detail", "")
+    return out
