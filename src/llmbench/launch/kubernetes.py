@@ -47,8 +47,7 @@ RUN_LABEL = "llmbench.io/workload"
 CONTAINER = "node"
 """The trainer container: the name the Trainer's torch runtimes give it (patches match it)."""
 SPEC_ENV = "LLMBENCH_RUN_SPEC"
-POD_SPEC_PATH = "/tmp/" + SPEC_FILE
-"""The run spec travels in the manifest (an env value) and is written here in the pod."""
+"""The run spec travels in the manifest (this env value); the pod writes it to a file."""
 
 
 @dataclass(frozen=True)
@@ -122,19 +121,21 @@ def node_command(spec: RunSpec, site: KubernetesSite, launcher: str) -> list[str
     """What each node's container runs: write the spec, then torchrun over the node's
     ranks. ``launcher`` is the torchrun part: the Trainer sets PET_* variables that
     torchrun reads; a PyTorchJob sets MASTER_ADDR, MASTER_PORT and RANK (the pod index)."""
-    prefix = f"PYTHONPATH={site.llmbench_src}${{PYTHONPATH:+:$PYTHONPATH}} " * bool(
-        site.llmbench_src
-    )
-    script = "\n".join(
-        [
-            "set -euo pipefail",
-            f'printf "%s" "${SPEC_ENV}" > {POD_SPEC_PATH}',
-            f"cd {Path(POD_SPEC_PATH).parent}",
-            f"export OMP_NUM_THREADS={spec.threads_per_rank}",
-            f"exec {prefix}{launcher} -m {entry_module(spec)} --spec {SPEC_FILE}",
-        ]
-    )
+    lines = [
+        "set -euo pipefail",
+        'cd "$(mktemp -d)"',
+        f'printf "%s" "${SPEC_ENV}" > {SPEC_FILE}',
+        f"export OMP_NUM_THREADS={spec.threads_per_rank}",
+    ]
+    if site.llmbench_src:
+        lines.append(f'export PYTHONPATH="{site.llmbench_src}${{PYTHONPATH:+:$PYTHONPATH}}"')
+    lines.append(f"exec {launcher} -m {entry_module(spec)} --spec {SPEC_FILE}")
+    script = "\n".join(lines)
     return ["bash", "-c", script]
+
+
+def _spec_json(spec: RunSpec) -> str:
+    return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 def _volumes(site: KubernetesSite) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -182,7 +183,7 @@ def _deadline_s(spec: RunSpec) -> int:
 def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = "python3 -m torch.distributed.run"  # reads PET_NNODES, PET_NODE_RANK, ...
     volumes, mounts = _volumes(site)
-    env = [{"name": SPEC_ENV, "value": spec.to_json()}]
+    env = [{"name": SPEC_ENV, "value": _spec_json(spec)}]
     pod_spec = {
         **_pod_scheduling(site),
         "volumes": volumes,
@@ -252,7 +253,7 @@ def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[st
             "name": "pytorch",  # the operator looks the training container up by this name
             "image": image_for(spec, site),
             "command": node_command(spec, site, torchrun),
-            "env": [{"name": SPEC_ENV, "value": spec.to_json()}],
+            "env": [{"name": SPEC_ENV, "value": _spec_json(spec)}],
             "resources": _resources(spec, site),
             "volumeMounts": mounts,
         }
@@ -303,8 +304,21 @@ def render_manifest(spec: RunSpec, site: KubernetesSite, attempt: int) -> dict[s
     return render_trainjob(spec, site, name)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the node script) as readable literal blocks."""
+
+
+_Dumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
+
+
 def render_manifest_yaml(spec: RunSpec, site: KubernetesSite, attempt: int) -> str:
-    return yaml.safe_dump(render_manifest(spec, site, attempt), sort_keys=False, width=100)
+    manifest = render_manifest(spec, site, attempt)
+    return yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, width=100)
 
 
 def render_submit_script(header: list[str], site: KubernetesSite) -> str:
