@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -427,8 +428,14 @@ class _Watcher:
     def __init__(self, manifest: dict[str, Any], context: str | None) -> None:
         from kubernetes import client, config
 
-        config.load_kube_config(context=context or None)
-        self.api = client.ApiClient()
+        settings = client.Configuration()  # not the process-wide default: one per watcher
+        # KUBECONFIG read now: the client reads it once, at import
+        config.load_kube_config(
+            config_file=os.environ.get("KUBECONFIG"),
+            context=context or None,
+            client_configuration=settings,
+        )
+        self.api = client.ApiClient(settings)
         self.custom = client.CustomObjectsApi(self.api)
         self.core = client.CoreV1Api(self.api)
         self.manifest = manifest
