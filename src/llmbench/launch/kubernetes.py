@@ -83,21 +83,25 @@ class KubernetesSite:
         api = values.get("api", cls.api)
         if api not in APIS:
             raise LaunchError(f"kubernetes.api={api!r}: allowed: {', '.join(APIS)}")
-        pvcs = []
-        for entry in values.pop("pvcs", []) or []:
-            parts = str(entry).split(":")
-            if len(parts) != 3 or not all(parts) or not parts[1].startswith("/"):
-                raise LaunchError(
-                    f"kubernetes.pvcs: {entry!r}; allowed: name:/mount/path:claimName"
-                )
-            pvcs.append(Pvc(name=parts[0], path=parts[1], claim=parts[2]))
+        pvcs = parse_pvcs(values.pop("pvcs", []) or [], "kubernetes")
         values["tolerations"] = tuple(values.get("tolerations") or ())
         values["node_selector"] = dict(values.get("node_selector") or {})
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(values) - known)
         if unknown:
             raise LaunchError(f"kubernetes.{unknown[0]}: unknown key; allowed: {sorted(known)}")
-        return cls(pvcs=tuple(pvcs), **values)
+        return cls(pvcs=pvcs, **values)
+
+
+def parse_pvcs(entries: list[str], key: str) -> tuple[Pvc, ...]:
+    """``name:/mount/path:claimName`` entries (the spec's RUN_CONF_MOUNTS form)."""
+    pvcs = []
+    for entry in entries:
+        parts = str(entry).split(":")
+        if len(parts) != 3 or not all(parts) or not parts[1].startswith("/"):
+            raise LaunchError(f"{key}.pvcs: {entry!r}; allowed: name:/mount/path:claimName")
+        pvcs.append(Pvc(name=parts[0], path=parts[1], claim=parts[2]))
+    return tuple(pvcs)
 
 
 def workload_name(spec: RunSpec, attempt: int) -> str:
@@ -118,7 +122,7 @@ def image_for(spec: RunSpec, site: KubernetesSite) -> str:
     return image
 
 
-def node_command(spec: RunSpec, site: KubernetesSite, launcher: str) -> list[str]:
+def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
     """What each node's container runs: write the spec, then torchrun over the node's
     ranks. ``launcher`` is the torchrun part: the Trainer sets PET_* variables that
     torchrun reads; a PyTorchJob sets MASTER_ADDR, MASTER_PORT and RANK (the pod index)."""
@@ -128,14 +132,14 @@ def node_command(spec: RunSpec, site: KubernetesSite, launcher: str) -> list[str
         f'printf "%s" "${SPEC_ENV}" > {SPEC_FILE}',
         f"export OMP_NUM_THREADS={spec.threads_per_rank}",
     ]
-    if site.llmbench_src:
-        lines.append(f'export PYTHONPATH="{site.llmbench_src}${{PYTHONPATH:+:$PYTHONPATH}}"')
+    if llmbench_src:
+        lines.append(f'export PYTHONPATH="{llmbench_src}${{PYTHONPATH:+:$PYTHONPATH}}"')
     lines.append(f"exec {launcher} -m {entry_module(spec)} --spec {SPEC_FILE}")
     script = "\n".join(lines)
     return ["bash", "-c", script]
 
 
-def _spec_json(spec: RunSpec) -> str:
+def spec_json(spec: RunSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
@@ -184,7 +188,7 @@ def _deadline_s(spec: RunSpec) -> int:
 def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = "python3 -m torch.distributed.run"  # reads PET_NNODES, PET_NODE_RANK, ...
     volumes, mounts = _volumes(site)
-    env = [{"name": SPEC_ENV, "value": _spec_json(spec)}]
+    env = [{"name": SPEC_ENV, "value": spec_json(spec)}]
     pod_spec = {
         **_pod_scheduling(site),
         "volumes": volumes,
@@ -222,7 +226,7 @@ def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str,
             "activeDeadlineSeconds": _deadline_s(spec),
             "trainer": {
                 "image": image_for(spec, site),
-                "command": node_command(spec, site, torchrun),
+                "command": node_command(spec, site.llmbench_src, torchrun),
                 "env": env,
                 "numNodes": spec.nodes,
                 "numProcPerNode": spec.gpus_per_node,
@@ -233,19 +237,17 @@ def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str,
     }
 
 
+def explicit_torchrun(spec: RunSpec) -> str:
+    """torchrun for a PyTorch operator's pods: MASTER_ADDR, MASTER_PORT and RANK (the pod
+    index) come from the operator."""
+    head = ["python3", "-m", "torch.distributed.run", f"--nnodes={spec.nodes}"]
+    head.append(f"--nproc-per-node={spec.gpus_per_node}")
+    node = ' --node-rank="$RANK" --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT"'
+    return join(head) + node
+
+
 def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
-    torchrun = (
-        join(
-            [
-                "python3",
-                "-m",
-                "torch.distributed.run",
-                f"--nnodes={spec.nodes}",
-                f"--nproc-per-node={spec.gpus_per_node}",
-            ]
-        )
-        + ' --node-rank="$RANK" --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT"'
-    )
+    torchrun = explicit_torchrun(spec)
     volumes, mounts = _volumes(site)
     metadata = _metadata(spec, site, name)
 
@@ -253,8 +255,8 @@ def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[st
         container = {
             "name": "pytorch",  # the operator looks the training container up by this name
             "image": image_for(spec, site),
-            "command": node_command(spec, site, torchrun),
-            "env": [{"name": SPEC_ENV, "value": _spec_json(spec)}],
+            "command": node_command(spec, site.llmbench_src, torchrun),
+            "env": [{"name": SPEC_ENV, "value": spec_json(spec)}],
             "resources": _resources(spec, site),
             "volumeMounts": mounts,
         }
@@ -511,7 +513,7 @@ def submit_and_wait(
         signal.signal(signal.SIGTERM, stop)
         watcher.submit()
         note(f"submitted {manifest['kind']} {workload_id}")
-        _write(record, {"workload_id": workload_id, "state": "submitted"})
+        write_record(record, {"workload_id": workload_id, "state": "submitted"})
         delay, state = min(2.0, poll_s), ""
         while True:
             verdict = job_verdict(watcher.get(), pods := watcher.pods())
@@ -524,7 +526,7 @@ def submit_and_wait(
                 break
             time.sleep(delay)
             delay = min(delay * 1.5, poll_s)  # back off while nothing changes
-        _write(
+        write_record(
             record,
             {
                 "workload_id": workload_id,
@@ -539,7 +541,7 @@ def submit_and_wait(
     return 0 if verdict.state == "succeeded" else 1
 
 
-def _write(path: Path, data: Mapping[str, Any]) -> None:
+def write_record(path: Path, data: Mapping[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
     tmp.replace(path)

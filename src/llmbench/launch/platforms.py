@@ -10,7 +10,7 @@ from typing import Any
 
 from llmbench.runspec import RunSpec
 
-CLUSTER_TYPES = {"local": "local", "srun": "slurm", "kubernetes": "kubernetes"}
+CLUSTER_TYPES = {"local": "local", "srun": "slurm", "kubernetes": "kubernetes", "runai": "runai"}
 """``launcher`` -> the runs table's ``cluster_type``."""
 GENERIC_REASONS = frozenset({"", "job_failed"})
 """Platform verdicts that add nothing to what the log and exit code say."""
@@ -23,6 +23,12 @@ def platform_files(spec: RunSpec, attempt: int) -> dict[str, str]:
 
         site = KubernetesSite.from_config(spec.platform)
         return {MANIFEST_FILE: render_manifest_yaml(spec, site, attempt)}
+    if spec.launcher == "runai":
+        from llmbench.launch.runai import PAYLOAD_FILE, RunaiSite, render_payload_json
+
+        return {
+            PAYLOAD_FILE: render_payload_json(spec, RunaiSite.from_config(spec.platform), attempt)
+        }
     return {}
 
 

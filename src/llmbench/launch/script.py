@@ -5,7 +5,6 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_command
-from llmbench.launch.kubernetes import KubernetesSite, render_submit_script
 from llmbench.launch.srun import STAGE_CHECK, allocation_lines, container_lines, srun_words
 from llmbench.launch.variants import variant_parts
 from llmbench.launch.words import Word, join
@@ -15,7 +14,7 @@ from llmbench.stage import image_import
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
 
 LOG_FILE = "train.log"
-LAUNCHERS = ("local", "srun", "kubernetes")
+LAUNCHERS = ("local", "srun", "kubernetes", "runai")
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE) -> list[str]:
@@ -87,6 +86,16 @@ def render_launch_script(spec: RunSpec) -> str:
     if spec.launcher == "srun":
         return _render_srun(spec)
     if spec.launcher == "kubernetes":
+        # imported here: ``python -m llmbench.launch.kubernetes`` must not find it loaded
+        from llmbench.launch import kubernetes
+
         header = _header(spec, "bash launch.sh (with the same kubeconfig)")
-        return render_submit_script(header, KubernetesSite.from_config(spec.platform))
+        return kubernetes.render_submit_script(
+            header, kubernetes.KubernetesSite.from_config(spec.platform)
+        )
+    if spec.launcher == "runai":
+        from llmbench.launch import runai
+
+        header = _header(spec, "bash launch.sh (with the same environment)")
+        return runai.render_submit_script(header, runai.RunaiSite.from_config(spec.platform))
     raise LaunchError(f"launcher={spec.launcher!r}: allowed: {', '.join(LAUNCHERS)}")
