@@ -96,7 +96,21 @@ def validate_and_expand(
             )
         seen[spec.run_id] = index
         specs.append(spec)
+    _check_platform(specs, source)
     return config, specs
+
+
+def _check_platform(specs: list[RunSpec], source: str) -> None:
+    """A platform launcher's site values and each run's workload, checked before anything
+    is submitted (``llmbench.launch.platforms``)."""
+    from llmbench.errors import LaunchError
+    from llmbench.launch.platforms import platform_files
+
+    for spec in specs:
+        try:
+            platform_files(spec, attempt=1)
+        except LaunchError as err:
+            raise ConfigError(f"{source}: {err}") from None
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

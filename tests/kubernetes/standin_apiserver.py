@@ -1,7 +1,13 @@
-"""A STAND-IN for the Kubernetes API server, for tests only: no real API server can run
-here. It listens on 127.0.0.1 and implements just what the ``kubernetes`` client calls
-for llmbench (create/get/delete a custom object, list pods by label, read a pod's log),
-answering with the JSON shapes of the real API, so the real client is exercised.
+"""A STAND-IN for the Kubernetes API server and the Run:ai control plane, for tests only:
+neither can run here. It listens on 127.0.0.1 and implements just what llmbench's clients
+call, answering with the JSON shapes of the real APIs, so the real clients are exercised:
+
+- Kubernetes (the ``kubernetes`` client): create/get/delete a custom object, list pods by
+  label, read a pod's log;
+- Run:ai (``llmbench.launch.runai``, under ``/api/v1``): ``POST /token`` (checks the
+  Application id and secret), ``GET /org-unit/projects``, ``POST /workloads/distributed``,
+  ``GET /workloads/{id}``, ``GET /workloads/{id}/pods``, ``DELETE
+  /workloads/distributed/{id}``; the pods' logs through the Kubernetes routes.
 
 Each created workload follows a scripted scenario, chosen per run id in creation order:
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -34,6 +41,9 @@ import yaml
 
 LABEL = "llmbench.io/workload"
 RUN_LABEL = "llmbench.io/run-id"
+RUNAI_TOKEN = "standin-access-token"
+RUNAI_PROJECT = {"name": "bench", "id": "1001", "clusterId": "c0ffee00-0000-4000-8000-000000000001"}
+RUNAI_NAMESPACE = "runai-bench"
 
 
 @dataclass
@@ -48,7 +58,11 @@ class Workload:
 
     @property
     def name(self) -> str:
-        return self.obj["metadata"]["name"]
+        return self.obj["metadata"]["name"] if "metadata" in self.obj else self.obj["name"]
+
+    @property
+    def runai(self) -> bool:
+        return "metadata" not in self.obj
 
 
 @dataclass
@@ -58,6 +72,8 @@ class StandInApiServer:
     workdir: Path
     scenarios: Mapping[str, list[str]] = field(default_factory=dict)
     pending_polls: int = 1
+    runai_app: tuple[str, str] = ("", "")
+    """(Application id, secret) that ``POST /token`` accepts."""
     workloads: dict[str, Workload] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -96,14 +112,17 @@ class StandInApiServer:
     # --- the scripted cluster ---------------------------------------------------------
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        run_id = obj["metadata"]["labels"][RUN_LABEL]
+        run_id = _run_id_of(obj)
         with self.lock:
             queue = self.scenarios.get(run_id, [])
             done = sum(1 for w in self.workloads.values() if _run_id(w) == run_id)
             scenario = queue[done] if done < len(queue) else "succeed"
-            obj["metadata"]["uid"] = f"uid-{len(self.workloads)}"
-            obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
-            self.workloads[obj["metadata"]["name"]] = Workload(obj, scenario)
+            if "metadata" in obj:
+                obj["metadata"]["uid"] = f"uid-{len(self.workloads)}"
+                obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+            else:
+                obj["id"] = f"0000{len(self.workloads):04d}-0000-4000-8000-000000000000"
+            self.workloads[Workload(obj, scenario).name] = Workload(obj, scenario)
         return obj
 
     def advance(self, w: Workload) -> None:
@@ -194,8 +213,8 @@ class StandInApiServer:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
-                "name": f"{w.name}-node-0-0",
-                "namespace": w.obj["metadata"]["namespace"],
+                "name": f"{w.name}-master-0" if w.runai else f"{w.name}-node-0-0",
+                "namespace": RUNAI_NAMESPACE if w.runai else w.obj["metadata"]["namespace"],
                 "labels": {LABEL: w.name},
                 "annotations": {"batch.kubernetes.io/job-completion-index": "0"},
             },
@@ -203,14 +222,49 @@ class StandInApiServer:
             "status": status,
         }
 
+    def runai_workload(self, w: Workload) -> dict[str, Any]:
+        """``GET /workloads/{id}``: the Run:ai phase and message of the scenario."""
+        phase = {"Pending": "Pending", "Running": "Running", "Succeeded": "Completed"}.get(
+            self.pod_phase(w), "Failed"
+        )
+        message = ""
+        if phase == "Failed":
+            message = {
+                "evicted": "Pod was evicted: the node was low on resource: memory",
+                "oomkilled": "container pytorch terminated: OOMKilled",
+            }.get(w.scenario, "job failed")
+        if w.scenario == "deadline" and w.polls > self.pending_polls:
+            phase, message = "Failed", "Job was active longer than specified deadline"
+        return {"id": w.obj["id"], "name": w.name, "phase": phase, "phaseMessage": message,
+                "projectName": RUNAI_PROJECT["name"], "namespace": RUNAI_NAMESPACE}  # fmt: skip
+
+    def runai_pods(self, w: Workload) -> dict[str, Any]:
+        if w.polls == 0 or w.deleted:
+            return {"pods": []}
+        pod = self.pod(w)
+        waiting = pod["status"]["containerStatuses"][0]["state"].get("waiting", {})
+        return {"pods": [{"name": pod["metadata"]["name"], "namespace": RUNAI_NAMESPACE,
+                          "workloadId": w.obj["id"], "k8sPhase": pod["status"]["phase"],
+                          "status": waiting.get("reason", pod["status"]["phase"])}]}  # fmt: skip
+
+    def by_id(self, workload_id: str) -> Workload | None:
+        return next((w for w in self.workloads.values() if w.obj.get("id") == workload_id), None)
+
     def pod_log(self, w: Workload) -> str:
         if w.log_path is None or not w.log_path.exists():
             return "" if self.pod_phase(w) != "Pending" else None  # type: ignore[return-value]
         return w.log_path.read_text(errors="replace")
 
 
+def _run_id_of(obj: Mapping[str, Any]) -> str:
+    if "metadata" in obj:
+        return obj["metadata"]["labels"][RUN_LABEL]
+    env = {e["name"]: e["value"] for e in obj["spec"]["environmentVariables"]}
+    return json.loads(env["LLMBENCH_RUN_SPEC"])["run_id"]
+
+
 def _run_id(w: Workload) -> str:
-    return w.obj["metadata"]["labels"][RUN_LABEL]
+    return _run_id_of(w.obj)
 
 
 def _cond(kind: str, reason: str, message: str = "") -> dict[str, str]:
@@ -219,6 +273,11 @@ def _cond(kind: str, reason: str, message: str = "") -> dict[str, str]:
 
 def _node0(obj: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """(container, env) of node 0, with the variables the operator would inject."""
+    if "metadata" not in obj:  # a Run:ai payload: command "bash", args "-c <script>"
+        spec = obj["spec"]
+        command = [spec["command"], *shlex.split(spec["args"])]
+        env = {e["name"]: e["value"] for e in spec["environmentVariables"]}
+        return {"name": obj["name"], "image": spec["image"], "command": command}, env
     if obj["kind"] == "TrainJob":
         trainer = obj["spec"]["trainer"]
         container = {"name": "node", **trainer}
@@ -260,9 +319,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.server_state.requests.append((self.command, url.path))
         return url.path.strip("/").split("/"), parse_qs(url.query)
 
+    def _runai_authorized(self) -> bool:
+        if self.headers.get("Authorization") == f"Bearer {RUNAI_TOKEN}":
+            return True
+        self._send(401, {"code": 401, "message": "unauthorized"})
+        return False
+
     def do_POST(self) -> None:
         parts, _ = self._route()
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        state = self.server_state
+        if parts == ["api", "v1", "token"]:
+            app = (body.get("appId"), body.get("appSecret"))
+            if body.get("grantType") != "app_token" or app != state.runai_app:
+                return self._send(401, {"code": 401, "message": "invalid application"})
+            return self._send(200, {"accessToken": RUNAI_TOKEN})
+        if parts == ["api", "v1", "workloads", "distributed"]:
+            if not self._runai_authorized():
+                return None
+            if body.get("projectId") != RUNAI_PROJECT["id"]:
+                return self._send(400, {"code": 400, "message": "unknown project"})
+            w = state.create(body)
+            return self._send(202, {"workloadId": w["id"], "name": w["name"],
+                                    "actualPhase": "Creating"})  # fmt: skip
         if len(parts) == 6 and parts[0] == "apis" and parts[3] == "namespaces":
             self._send(201, self.server_state.create(body))
         else:
@@ -271,6 +350,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         state = self.server_state
         parts, query = self._route()
+        if parts[:3] == ["api", "v1", "org-unit"] or parts[:3] == ["api", "v1", "workloads"]:
+            if not self._runai_authorized():
+                return None
+            if parts[2] == "org-unit":
+                return self._send(200, {"projects": [RUNAI_PROJECT]})
+            w = state.by_id(parts[3]) if len(parts) > 3 else None
+            if w is None or w.deleted:
+                return self._not_found("/".join(parts))
+            if len(parts) == 5 and parts[4] == "pods":
+                return self._send(200, state.runai_pods(w))
+            state.advance(w)
+            return self._send(200, state.runai_workload(w))
         if len(parts) == 7 and parts[0] == "apis":
             w = state.workloads.get(parts[6])
             if w is None or w.deleted:
@@ -294,7 +385,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         parts, _ = self._route()
-        w = self.server_state.workloads.get(parts[-1]) if parts[0] == "apis" else None
+        if parts[:4] == ["api", "v1", "workloads", "distributed"] and not self._runai_authorized():
+            return None
+        if parts[0] == "apis":
+            w = self.server_state.workloads.get(parts[-1])
+        else:
+            w = self.server_state.by_id(parts[-1])
         if w is None or w.deleted:
             return self._not_found(parts[-1])
         w.deleted = True
