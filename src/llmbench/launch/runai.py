@@ -257,18 +257,23 @@ class _LogCopier:
         from kubernetes import client, config
 
         settings = client.Configuration()
-        config.load_kube_config(
-            config_file=os.environ.get("KUBECONFIG"),
-            context=context or None,
-            client_configuration=settings,
-        )
-        self.core = client.CoreV1Api(client.ApiClient(settings))
         self.chars = 0
+        try:
+            config.load_kube_config(
+                config_file=os.environ.get("KUBECONFIG"),
+                context=context or None,
+                client_configuration=settings,
+            )
+        except (config.ConfigException, OSError) as err:
+            self.core = None  # no log; the run is judged by its (empty) log: no_data
+            print(f"llmbench: no kubeconfig for the Run:ai cluster: {err}", file=sys.stderr)
+            return
+        self.core = client.CoreV1Api(client.ApiClient(settings))
 
     def copy(self, pod: Mapping[str, Any] | None) -> None:
         from kubernetes.client.rest import ApiException
 
-        if pod is None or not pod.get("namespace"):
+        if self.core is None or pod is None or not pod.get("namespace"):
             return
         try:
             text = self.core.read_namespaced_pod_log(pod["name"], pod["namespace"])
