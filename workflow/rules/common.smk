@@ -97,7 +97,8 @@ def get_train_params(wildcards):
 
 
 def _train_threads(spec):
-    if spec.launcher == "kubernetes":  # the job only submits and waits; ranks run remotely
+    # a platform launcher's job only submits and waits; the ranks run remotely
+    if spec.launcher in ("kubernetes", "runai"):
         return 1
     return spec.gpus_per_node * spec.threads_per_rank
 
