@@ -4,6 +4,11 @@ and how each platform outcome is reported."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +85,27 @@ def test_a_successful_workload_prints_the_complete_rank0_log(
     assert (summary.n_iterations, summary.max_iteration) == (12, 11), summary
     methods = {m for m, _ in standin.requests}
     assert methods == {"POST", "GET", "DELETE"}
+
+
+def test_a_stopped_submit_script_deletes_its_workload(standin, tmp_path) -> None:
+    """llmbench's time limit or Snakemake ends launch.sh with SIGTERM: the workload goes too."""
+    spec = embedded_spec()
+    standin.pending_polls = 10**6  # it never leaves the queue
+    (tmp_path / "manifest.yaml").write_text(
+        render_manifest_yaml(spec, KubernetesSite.from_config(spec.platform), attempt=1)
+    )
+    env = dict(os.environ, KUBECONFIG=str(standin.kubeconfig(tmp_path / "kubeconfig")))
+    args = ["--manifest", "manifest.yaml", "--record", "platform.json"]
+    args += ["--progress", "platform.log", "--poll-s=0.2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmbench.launch.kubernetes", *args], cwd=tmp_path, env=env
+    )
+    deadline = time.monotonic() + 60
+    while not any(w.polls > 1 for w in standin.workloads.values()):
+        assert time.monotonic() < deadline and proc.poll() is None, "never submitted"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    (workload,) = standin.workloads.values()
+    assert workload.deleted
+    assert "deleting" in (tmp_path / "platform.log").read_text()
