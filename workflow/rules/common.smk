@@ -5,6 +5,7 @@ import sys
 
 from llmbench.attempts import nodes_to_avoid, retry_token
 from llmbench.config import validate_and_expand
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import slurm_resources
 from llmbench.stage import (
@@ -98,9 +99,16 @@ def get_train_params(wildcards):
 
 def _train_threads(spec):
     # a platform launcher's job only submits and waits; the ranks run remotely
-    if spec.launcher in ("kubernetes", "runai"):
+    if spec.launcher in PLATFORM_LAUNCHERS:
         return 1
     return spec.gpus_per_node * spec.threads_per_rank
+
+
+def get_train_bench():
+    # profiles/default (applied with every profile) allows one `bench` job at a time so
+    # that local timings do not share cores; a platform's runs do not run here.
+    on_platform = all(s.launcher in PLATFORM_LAUNCHERS for s in RUNS.values())
+    return 0 if on_platform else 1
 
 
 def get_train_threads():

@@ -12,6 +12,8 @@ from llmbench.runspec import RunSpec
 
 CLUSTER_TYPES = {"local": "local", "srun": "slurm", "kubernetes": "kubernetes", "runai": "runai"}
 """``launcher`` -> the runs table's ``cluster_type``."""
+PLATFORM_LAUNCHERS = ("kubernetes", "runai")
+"""Launchers whose ranks run on a platform; the local job only submits and waits."""
 GENERIC_REASONS = frozenset({"", "job_failed"})
 """Platform verdicts that add nothing to what the log and exit code say."""
 
