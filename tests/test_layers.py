@@ -63,7 +63,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 OPTIONAL_HEAVY = frozenset(
     {"torch", "transformers", "nemo", "nemo_run", "fiddle", "transformer_engine",
-     "megatron", "MaxText"}
+     "megatron", "MaxText", "kubernetes"}
 )  # fmt: skip
 """Imported inside the functions that need them: absent from a plain install."""
 

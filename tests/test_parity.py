@@ -18,7 +18,7 @@ from llmbench.config import run_specs, validate_config
 from llmbench.entrypoints import maxtext, megatron_bridge, nemo2
 from llmbench.entrypoints.common import EntryOptions
 from llmbench.flops import ModelShape, model_flops_per_sample
-from llmbench.launch import render_launch_script
+from llmbench.launch.script import render_launch_script
 from llmbench.runspec import RunSpec
 from llmbench.slurm import slurm_extra, slurm_resources
 

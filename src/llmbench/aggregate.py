@@ -25,7 +25,8 @@ first two for a handful of runs.
 - provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
   tables), started_at, finished_at (UTC), duration_s, host, nodelist, image, git_sha,
   llmbench_version, python_version, torch_version, transformers_version, slurm_job_id,
-  log_path
+  cluster_type (local | slurm | kubernetes), workload_id (the platform's id: Slurm job,
+  namespace/name of a Kubernetes workload), log_path
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ RUN_DTYPES: dict[str, str] = {
     "torch_version": "string",
     "transformers_version": "string",
     "slurm_job_id": "string",
+    "cluster_type": "string",
+    "workload_id": "string",
     "log_path": "string",
 }
 
@@ -201,7 +204,8 @@ SPEC_COLUMNS = (
     "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
     "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
     "finished_at", "host", "nodelist", "image", "git_sha", "llmbench_version", "python_version",
-    "torch_version", "transformers_version", "slurm_job_id", "log_path",
+    "torch_version", "transformers_version", "slurm_job_id", "cluster_type", "workload_id",
+    "log_path",
 )  # fmt: skip
 SUMMARY_COLUMNS = (
     "status", "reason", "step_time_mean_s", "step_time_std_s", "step_time_last_s",
@@ -252,6 +256,10 @@ def spec_row(
         "image": spec.get("image"),
         **{k: prov.get(k) for k in ("git_sha", "llmbench_version", "python_version",
                                     "torch_version", "transformers_version", "slurm_job_id")},
+        # records written before platform launchers existed: local or Slurm
+        "cluster_type": record.get("cluster_type")
+        or ("slurm" if spec.get("launcher") == "srun" else "local"),
+        "workload_id": record.get("workload_id") or prov.get("slurm_job_id"),
         "log_path": f"{record['run_id']}/{record['log']}",
     }  # fmt: skip
 

@@ -149,7 +149,9 @@ def run_or_salvage(
             return record  # the killed attempt is the run's result this time
     record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)
     for _ in range(infra_retries):
-        if attempt_outcome(run_dir, record)[0] != Status.HANG.value:
+        # a platform launcher reports evictions and node losses itself: retried at once
+        infra = record.get("failure_reason") in INFRA_REASONS
+        if not infra and attempt_outcome(run_dir, record)[0] != Status.HANG.value:
             break
         mark_retried(run_dir, record)
         record = run_attempt(spec, run_dir, source_dir, env=env, telemetry=telemetry)

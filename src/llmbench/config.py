@@ -191,6 +191,7 @@ def _resolve_tiny(
         parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": gpus, "ga": ga},
         model={"flops_formula": "llama", **shape.__dict__},
         launcher=config["launcher"],
+        platform=dict(config.get(config["launcher"]) or {}),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
         limits=_limits(config, tiny.FRAMEWORK, size, variant),
@@ -277,6 +278,7 @@ def _resolve_catalog(
         parallelism=parallelism,
         model=model,
         launcher=config["launcher"],
+        platform=dict(config.get(config["launcher"]) or {}),
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,

@@ -16,8 +16,8 @@ from typing import Any
 
 from llmbench import provenance
 from llmbench.atomic import write_json_atomic
-from llmbench.launch import render_launch_script
-from llmbench.launch.script import LOG_FILE, SPEC_FILE
+from llmbench.launch.platforms import platform_files, platform_outcome
+from llmbench.launch.script import LOG_FILE, SPEC_FILE, render_launch_script
 from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
 from llmbench.slurm import job_nodelist, step_task_pids
@@ -88,6 +88,8 @@ def run_attempt(
     launch = attempt_dir / "launch.sh"
     launch.write_text(render_launch_script(spec))
     launch.chmod(0o755)
+    for name, text in platform_files(spec, number).items():
+        (attempt_dir / name).write_text(text)
     launch_env = dict(
         os.environ,
         **(env or {}),
@@ -128,6 +130,7 @@ def run_attempt(
         "leftover_processes": outcome.leftover_processes,
         "spec": spec.to_dict(),
         "provenance": provenance.collect(source_dir),
+        **platform_outcome(spec, attempt_dir, job_id),
     }
     write_json_atomic(attempt_dir / RECORD_FILE, record)
     return record

@@ -58,6 +58,8 @@ class RunSpec:
     parity: dict[str, Any] = field(default_factory=dict)
     """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
     resolved by ``llmbench.catalog.parity``); empty for the embedded workload."""
+    platform: dict[str, Any] = field(default_factory=dict)
+    """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config)."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.limits``); None takes the defaults."""
 

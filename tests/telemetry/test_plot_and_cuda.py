@@ -11,7 +11,7 @@ import pandas as pd
 
 from llmbench.config import validate_and_expand
 from llmbench.embedded.cuda_summary import datasheet_peak
-from llmbench.launch import render_launch_script
+from llmbench.launch.script import render_launch_script
 from llmbench.preflight.settings import resolve_preflight
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.telemetry.plot import plot_group_telemetry

@@ -7,6 +7,7 @@ from pathlib import Path
 from llmbench import wiring
 from llmbench.attempts import retry_token
 from llmbench.config import validate_and_expand
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS, check_platforms
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
 from llmbench.stage import (
@@ -24,6 +25,7 @@ from llmbench.errors import ConfigError
 
 try:
     CONFIG, _specs = validate_and_expand(config, source="config")
+    check_platforms(_specs, source="config")
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.
     sys.exit(f"llmbench: error: {err}")
@@ -91,8 +93,22 @@ def get_train_params(wildcards):
     return _train_params(wildcards.run)
 
 
+def _train_threads(spec):
+    # a platform launcher's job only submits and waits; the ranks run remotely
+    if spec.launcher in PLATFORM_LAUNCHERS:
+        return 1
+    return spec.gpus_per_node * spec.threads_per_rank
+
+
+def get_train_bench():
+    # profiles/default (applied with every profile) allows one `bench` job at a time so
+    # that local timings do not share cores; a platform's runs do not run here.
+    on_platform = all(s.launcher in PLATFORM_LAUNCHERS for s in RUNS.values())
+    return 0 if on_platform else 1
+
+
 def get_train_threads():
-    threads = {run: s.gpus_per_node * s.threads_per_rank for run, s in RUNS.items()}
+    threads = {run: _train_threads(s) for run, s in RUNS.items()}
     return wiring.per_run(threads, lambda run, attempt: threads[run])
 
 

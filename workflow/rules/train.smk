@@ -19,7 +19,7 @@ rule train:
         "../../envs/llmbench.yaml"
     threads: get_train_threads()
     resources:
-        bench=1,
+        bench=get_train_bench(),
         nodes=get_train_resources("nodes"),
         tasks_per_node=get_train_resources("tasks_per_node"),
         cpus_per_task=get_train_resources("cpus_per_task"),

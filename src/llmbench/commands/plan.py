@@ -8,6 +8,7 @@ import sys
 
 from llmbench.catalog import published_results
 from llmbench.config import load_config, run_specs
+from llmbench.launch.platforms import check_platforms
 from llmbench.plan import plan_summary, plan_table, reference_step_times
 
 
@@ -24,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     specs = run_specs(load_config(args.config))
+    check_platforms(specs, source=str(args.config))
     plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
     if args.format == "json":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llmbench import __version__
 from llmbench.errors import LaunchError
+from llmbench.launch import kubernetes, runai
 from llmbench.launch.entry import SPEC_FILE, entry_command
 from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
@@ -24,7 +25,7 @@ from llmbench.stage import image_import
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
 
 LOG_FILE = "train.log"
-LAUNCHERS = ("local", "srun")
+LAUNCHERS = ("local", "srun", "kubernetes", "runai")
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE) -> list[str]:
@@ -108,4 +109,12 @@ def render_launch_script(spec: RunSpec) -> str:
         return _render_local(spec)
     if spec.launcher == "srun":
         return _render_srun(spec)
+    if spec.launcher == "kubernetes":
+        header = _header(spec, "bash launch.sh (with the same kubeconfig)")
+        return kubernetes.render_submit_script(
+            header, kubernetes.KubernetesSite.from_config(spec.platform)
+        )
+    if spec.launcher == "runai":
+        header = _header(spec, "bash launch.sh (with the same environment)")
+        return runai.render_submit_script(header, runai.RunaiSite.from_config(spec.platform))
     raise LaunchError(f"launcher={spec.launcher!r}: allowed: {', '.join(LAUNCHERS)}")

@@ -1,0 +1,132 @@
+"""Rendered Kubernetes manifests: pinned by golden files and valid against the official
+CRD schemas (tests/kubernetes/crds/SOURCE.md). Regenerate the golden files with
+LLMBENCH_UPDATE_GOLDEN=1 pytest tests/kubernetes"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from llmbench.config import run_specs, validate_config
+from llmbench.errors import ConfigError, LaunchError
+from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
+from llmbench.launch.script import render_launch_script
+from llmbench.runspec import RunSpec
+from tests.launch.cases import EXAMPLE_IMAGES
+
+HERE = Path(__file__).parent
+GOLDEN = HERE / "golden"
+UPDATE = os.environ.get("LLMBENCH_UPDATE_GOLDEN") == "1"
+SCHEMAS = {"TrainJob": "trainjob-v1alpha1.json", "PyTorchJob": "pytorchjob-v1.json"}
+
+SITE = {
+    "namespace": "llm-bench",
+    "queue": "h100-queue",
+    "shm_gi": 256,
+    "pvcs": ["workspace:/workspace:bench-workspace", "datasets:/data:shared-datasets"],
+    "node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "llmbench_src": "/workspace/llmbench/src",
+}
+"""Example site values of a 32-node H100 cluster (no real site)."""
+
+
+def closed(schema: Any) -> Any:
+    """The schema with ``additionalProperties: false`` on every object that lists its
+    properties: what the API server's strict field validation does (unknown fields are
+    errors rather than silently pruned), so a misspelt key fails the test."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
+
+
+def validate(manifest: dict[str, Any]) -> None:
+    schema = json.loads((HERE / "crds" / SCHEMAS[manifest["kind"]]).read_text())
+    jsonschema.Draft7Validator(closed(schema)).validate(manifest)
+
+
+def spec_340b(api: str) -> RunSpec:
+    config = validate_config(
+        {
+            "sweeps": [
+                {
+                    "workload": "nemotron4-nemo",
+                    "sizes": ["340b"],
+                    "dtypes": ["fp8"],
+                    "gpu_type": "h100",
+                    "scales": [256],
+                }
+            ],
+            "images": EXAMPLE_IMAGES,
+            "launcher": "kubernetes",
+            "kubernetes": {**SITE, "api": api},
+        }
+    )
+    (spec,) = run_specs(config)
+    return spec
+
+
+@pytest.mark.parametrize("api", ["trainjob", "pytorchjob"])
+def test_340b_256_gpu_manifest_matches_golden_and_schema(api: str) -> None:
+    spec = spec_340b(api)
+    assert (spec.nodes, spec.gpus_per_node) == (32, 8)
+    text = render_manifest_yaml(spec, KubernetesSite.from_config(spec.platform), attempt=1)
+    path = GOLDEN / f"{spec.run_id}_{api}.yaml"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"manifest changed; diff against {path}"
+    manifest = yaml.safe_load(text)
+    validate(manifest)
+    labels = manifest["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "h100-queue"
+    assert "nvidia/nemo:25.07" in text and "256Gi" in text and "bench-workspace" in text
+
+
+def test_pytorchjob_has_one_master_and_31_workers() -> None:
+    manifest = render_manifest(
+        spec_340b("pytorchjob"), KubernetesSite.from_config({**SITE, "api": "pytorchjob"}), 1
+    )
+    replicas = manifest["spec"]["pytorchReplicaSpecs"]
+    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 31)
+    limits = replicas["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": "8"}
+
+
+def test_schema_check_catches_a_misspelt_field() -> None:
+    manifest = render_manifest(spec_340b("trainjob"), KubernetesSite.from_config(SITE), 1)
+    manifest["spec"]["trainer"]["numNode"] = manifest["spec"]["trainer"].pop("numNodes")
+    with pytest.raises(jsonschema.ValidationError):
+        validate(manifest)
+
+
+def test_launch_script_submits_the_manifest_and_names_no_machine_path() -> None:
+    text = render_launch_script(spec_340b("trainjob"))
+    assert "llmbench.launch.kubernetes --manifest manifest.yaml" in text
+    assert str(Path.cwd()) not in text and str(Path.home()) not in text
+
+
+def test_bad_site_values_fail_before_submission() -> None:
+    with pytest.raises(ConfigError, match="kubernetes"):
+        validate_config(
+            {"sweeps": [{"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"],
+                         "gpu_type": "cpu", "scales": [1]}],
+             "launcher": "kubernetes", "kubernetes": {"api": "mpijob"}}
+        )  # fmt: skip
+    with pytest.raises(LaunchError, match=r"kubernetes\.pvcs"):
+        KubernetesSite.from_config({"pvcs": ["workspace:relative:claim"]})
