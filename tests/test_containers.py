@@ -11,8 +11,8 @@ from llmbench.containers import import_command, import_image, parse_image, sqsh_
 from llmbench.errors import LaunchError
 
 FIXTURES = Path(__file__).parent / "fixtures"
-needs_mksquashfs = pytest.mark.skipif(
-    shutil.which("mksquashfs") is None, reason="mksquashfs missing: tests/slurm/install.sh"
+needs_mksquashfs = pytest.mark.prerequisite(
+    shutil.which("mksquashfs") is not None, "mksquashfs missing: tests/slurm/install.sh"
 )
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import tiny_config
+from tests.conftest import missing_prerequisite, tiny_config
 
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
 
@@ -47,9 +49,11 @@ def slurm_cluster() -> Iterator[Path]:
     """Start the 2-node cluster once; yields its directory (config, logs)."""
     missing = missing_binaries()
     if missing:
-        pytest.skip(f"Slurm not installed ({', '.join(missing)}): run tests/slurm/install.sh")
+        missing_prerequisite(
+            f"Slurm not installed ({', '.join(missing)}): run tests/slurm/install.sh"
+        )
     if os.geteuid() != 0:
-        pytest.skip("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
+        missing_prerequisite("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
     # Not under pytest's tmp dir: that is private to root, and munged runs as user munge.
     directory = Path(tempfile.mkdtemp(prefix="llmbench-slurm-"))
     env = dict(os.environ, LLMBENCH_SLURM_DIR=str(directory))
@@ -66,3 +70,29 @@ def slurm_cluster() -> Iterator[Path]:
         subprocess.run(["bash", str(CLUSTER_SH), "stop"], env=env, timeout=120, check=False)
         if os.environ.get("LLMBENCH_KEEP_SLURM_DIR") != "1":
             shutil.rmtree(directory, ignore_errors=True)
+
+
+ALLOCATE = re.compile(r"^\[(\S+)\] sched: Allocate JobId=(\d+) ")
+COMPLETE = re.compile(r"^\[(\S+)\] _job_complete: JobId=(\d+) done")
+
+
+def allocations(cluster: Path) -> dict[str, tuple[datetime, datetime]]:
+    """Each job's allocation (start, end), as the controller logged it (slurmctld.log)."""
+    start: dict[str, datetime] = {}
+    end: dict[str, datetime] = {}
+    for line in (cluster / "log/slurmctld.log").read_text().splitlines():
+        for pattern, seen in ((ALLOCATE, start), (COMPLETE, end)):
+            match = pattern.match(line)
+            if match:
+                seen[match[2]] = datetime.fromisoformat(match[1])
+    return {job: (start[job], end[job]) for job in start if job in end}
+
+
+def most_at_once(intervals: Iterable[tuple[datetime, datetime]]) -> int:
+    """The largest number of intervals that hold at one instant."""
+    events = sorted(e for a, b in intervals for e in ((a, 1), (b, -1)))  # ends sort first
+    best = now = 0
+    for _, step in events:
+        now += step
+        best = max(best, now)
+    return best

@@ -1,0 +1,40 @@
+"""A missing prerequisite of an optional test group: skipped locally, a failure under CI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+TESTS = """
+import pytest
+
+@pytest.mark.prerequisite(False, "the frobnicator is not installed")
+def test_needs_missing():
+    pass
+
+@pytest.mark.prerequisite(True, "present")
+def test_needs_present():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome", "rc"), [("", "1 passed, 1 skipped", 0), ("true", "1 passed, 1 error", 1)]
+)
+def test_missing_prerequisite_fails_only_under_ci(
+    tmp_path: Path, ci: str, outcome: str, rc: int
+) -> None:
+    (tmp_path / "test_x.py").write_text(TESTS)
+    env = dict(os.environ, CI=ci, PYTHONPATH=os.pathsep.join([str(REPO), *sys.path]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-rs", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert outcome in proc.stdout and proc.returncode == rc, proc.stdout[-3000:]
+    assert "the frobnicator is not installed" in proc.stdout
