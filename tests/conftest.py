@@ -29,6 +29,24 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "prerequisite(available, reason): skip when not available (fail under CI=true)",
     )
+    config.addinivalue_line("markers", "xdist_group(name): one pytest-xdist worker runs the group")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's ``--dist loadgroup`` (CI), each run by one worker: the
+    Slurm suite (one local cluster at a time, mostly waiting on the scheduler), queued
+    first so that it runs alongside the CPU-bound tests; the tests of the shared sweep (it
+    runs once); else one test file (its module fixtures are built once)."""
+    for item in items:
+        if item.get_closest_marker("slurm"):
+            group = "slurm"
+        elif "finished_sweep" in getattr(item, "fixturenames", ()):
+            group = "sweep"
+        else:
+            group = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slurm") is None)  # stable
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -39,16 +57,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             missing_prerequisite(reason)
 
 
-def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
-    """The embedded workload in fp32 at ``scales`` ranks, 45 steps (the window fits)."""
-    sweep = {
+def tiny_sweep(scales: tuple[int, ...] = (1, 2), dtypes: tuple[str, ...] = ("fp32",)) -> dict:
+    """A sweep entry of the embedded workload (tiny Llama on the CPU) at ``scales`` ranks."""
+    return {
         "workload": "tiny-llama",
         "sizes": ["tiny"],
-        "dtypes": ["fp32"],
+        "dtypes": list(dtypes),
         "gpu_type": "cpu",
         "scales": list(scales),
     }
-    return {"sweeps": [sweep], "steps": 45, **top}
+
+
+def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
+    """The embedded workload in fp32 at ``scales`` ranks, 45 steps (the window fits)."""
+    return {"sweeps": [tiny_sweep(scales)], "steps": 45, **top}
 
 
 TWO_RUN_CONFIG = tiny_config()

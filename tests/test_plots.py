@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from llmbench.plots import TRACE_COLUMNS, plot_files, plot_group, read_group
+from llmbench.plot_names import plot_files
+from llmbench.plots import TRACE_COLUMNS, plot_group, read_group
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
 # The figures the module documents, each written as SVG and PNG when it has data.

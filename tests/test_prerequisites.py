@@ -31,7 +31,9 @@ def test_missing_prerequisite_fails_only_under_ci(
     tmp_path: Path, ci: str, outcome: str, rc: int
 ) -> None:
     (tmp_path / "test_x.py").write_text(TESTS)
-    env = dict(os.environ, CI=ci, PYTHONPATH=os.pathsep.join([str(REPO), *sys.path]))
+    env = dict(
+        os.environ, CI=ci, PYTEST_ADDOPTS="", PYTHONPATH=os.pathsep.join([str(REPO), *sys.path])
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-rs", str(tmp_path)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,

@@ -36,19 +36,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, NullLocator
 
-FIGURES = (
-    "step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status",
-)  # fmt: skip
-FORMATS = ("svg", "png")
+from llmbench.plot_names import FORMATS
+
 STATUS_COLOURS = {
     "success": "#4caf50", "incomplete": "#ffb300", "invalid": "#8e24aa", "failed": "#e53935",
     "no_data": "#9e9e9e",
 }  # fmt: skip
-
-
-def plot_files(out_dir: Path, names: Sequence[str] = FIGURES) -> list[Path]:
-    """The files of figures ``names`` in ``out_dir`` (``plot_group`` writes a subset)."""
-    return [out_dir / f"{name}.{fmt}" for name in names for fmt in FORMATS]
 
 
 def _scale_axis(ax: plt.Axes, scales: Sequence[int], unit: str) -> None:

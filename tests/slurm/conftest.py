@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -28,8 +29,10 @@ SLURM_TEST_OVERRIDES = (
     "slurm_partition=debug",
     "runtime=10",
     "mem_mb_per_cpu=1000",
+    # the plugin adds 10 s to its poll interval after each poll that saw no job end and
+    # resets it to this when one ended: short, so the next job of the DAG starts sooner
     "--slurm-init-seconds-before-status-checks",
-    "5",
+    "2",
     "--latency-wait",
     "5",
     "--jobs",
@@ -44,16 +47,9 @@ def missing_binaries() -> list[str]:
     return [b for b in BINARIES if shutil.which(b, path=search) is None]
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[Path]:
-    """Start the 2-node cluster once; yields its directory (config, logs)."""
-    missing = missing_binaries()
-    if missing:
-        missing_prerequisite(
-            f"Slurm not installed ({', '.join(missing)}): run tests/slurm/install.sh"
-        )
-    if os.geteuid() != 0:
-        missing_prerequisite("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
+@contextlib.contextmanager
+def local_cluster() -> Iterator[Path]:
+    """The 2-node cluster of cluster.sh, started and stopped; yields its directory."""
     # Not under pytest's tmp dir: that is private to root, and munged runs as user munge.
     directory = Path(tempfile.mkdtemp(prefix="llmbench-slurm-"))
     env = dict(os.environ, LLMBENCH_SLURM_DIR=str(directory))
@@ -61,10 +57,10 @@ def slurm_cluster() -> Iterator[Path]:
     proc = subprocess.run(
         ["bash", str(CLUSTER_SH), "start"], env=env, capture_output=True, text=True, timeout=120
     )
-    if proc.returncode != 0:
-        pytest.fail(f"cluster.sh start failed:\n{proc.stdout}\n{proc.stderr}")
-    print(f"slurm cluster up in {time.monotonic() - started:.1f} s: {directory}")
     try:
+        if proc.returncode != 0:
+            raise RuntimeError(f"cluster.sh start failed:\n{proc.stdout}\n{proc.stderr}")
+        print(f"slurm cluster up in {time.monotonic() - started:.1f} s: {directory}")
         yield directory
     finally:
         subprocess.run(["bash", str(CLUSTER_SH), "stop"], env=env, timeout=120, check=False)
@@ -72,7 +68,22 @@ def slurm_cluster() -> Iterator[Path]:
             shutil.rmtree(directory, ignore_errors=True)
 
 
-ALLOCATE = re.compile(r"^\[(\S+)\] sched: Allocate JobId=(\d+) ")
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Path]:
+    """Start the 2-node cluster once for the session; yields its directory (config, logs)."""
+    missing = missing_binaries()
+    if missing:
+        missing_prerequisite(
+            f"Slurm not installed ({', '.join(missing)}): run tests/slurm/install.sh"
+        )
+    if os.geteuid() != 0:
+        missing_prerequisite("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
+    with local_cluster() as directory:
+        yield directory
+
+
+# the main scheduler logs "sched: Allocate", the backfill scheduler "... Started"
+ALLOCATE = re.compile(r"^\[(\S+)\] sched(?:: Allocate|/backfill: _start_job: Started) JobId=(\d+) ")
 COMPLETE = re.compile(r"^\[(\S+)\] _job_complete: JobId=(\d+) done")
 
 

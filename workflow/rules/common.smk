@@ -20,7 +20,7 @@ from llmbench.stage import (
     venv_python,
 )
 from llmbench.errors import ConfigError
-from llmbench.plots import plot_files
+from llmbench.plot_names import plot_files
 
 try:
     CONFIG, _specs = validate_and_expand(config, source="config")
