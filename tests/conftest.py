@@ -29,22 +29,44 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "prerequisite(available, reason): skip when not available (fail under CI=true)",
     )
-    config.addinivalue_line("markers", "xdist_group(name): one pytest-xdist worker runs the group")
+
+
+SHARED_SWEEP_FILES = (
+    "tests/report/test_report_chromium.py",
+    "tests/workflow/test_embedded_sweep.py",
+)
+"""The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The group of tests one pytest-xdist worker runs (CI): the Slurm suite (one local
+    cluster at a time, mostly waiting on the scheduler); the users of the shared sweep
+    (it runs once); else one test file (its module fixtures are built once)."""
+    path = nodeid.split("::")[0]
+    if path.startswith("tests/slurm/"):
+        return "slurm"
+    return "sweep" if path in SHARED_SWEEP_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` as ``xdist_scope`` groups; xdist's own reads ``xdist_group``
+    marks from node ids, which pytest 9 no longer lets it rewrite."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # optional: only under pytest-xdist
+
+    class ScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    config.option.loadscopereorder = False  # collection order: the Slurm suite first
+    return ScopeScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist's ``--dist loadgroup`` (CI), each run by one worker: the
-    Slurm suite (one local cluster at a time, mostly waiting on the scheduler), queued
-    first so that it runs alongside the CPU-bound tests; the tests of the shared sweep (it
-    runs once); else one test file (its module fixtures are built once)."""
-    for item in items:
-        if item.get_closest_marker("slurm"):
-            group = "slurm"
-        elif "finished_sweep" in getattr(item, "fixturenames", ()):
-            group = "sweep"
-        else:
-            group = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    """Under xdist the Slurm suite is queued first, so that it runs alongside the
+    CPU-bound tests instead of after them."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("slurm") is None)  # stable
 

@@ -1,4 +1,5 @@
-"""A missing prerequisite of an optional test group: skipped locally, a failure under CI."""
+"""Test infrastructure: a missing prerequisite of an optional test group is skipped
+locally and a failure under CI; the xdist groups of CI match the tests' fixtures."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_SWEEP_FILES, xdist_scope
 
 TESTS = """
 import pytest
@@ -40,3 +41,15 @@ def test_missing_prerequisite_fails_only_under_ci(
     )  # fmt: skip
     assert outcome in proc.stdout and proc.returncode == rc, proc.stdout[-3000:]
     assert "the frobnicator is not installed" in proc.stdout
+
+
+def test_xdist_groups_keep_shared_fixtures_on_one_worker() -> None:
+    users = sorted(
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "tests").rglob("test_*.py")
+        if path != Path(__file__) and "finished_sweep" in path.read_text()
+    )
+    assert users == sorted(SHARED_SWEEP_FILES)
+    assert {xdist_scope(f"{path}::test_x") for path in users} == {"sweep"}
+    assert xdist_scope("tests/slurm/test_faults.py::test_a[1]") == "slurm"
+    assert xdist_scope("tests/test_plots.py::test_a") == "tests/test_plots.py"
