@@ -7,23 +7,92 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI") == "true"
+
+
+def missing_prerequisite(reason: str) -> NoReturn:
+    """Skip a test whose outside prerequisite is missing; under ``CI=true`` fail it
+    instead, so CI cannot be green with a whole test group skipped."""
+    if IN_CI:
+        pytest.fail(f"CI=true and a prerequisite is missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "prerequisite(available, reason): skip when not available (fail under CI=true)",
+    )
+
+
+SHARED_SWEEP_FILES = (
+    "tests/report/test_report_chromium.py",
+    "tests/workflow/test_embedded_sweep.py",
+)
+"""The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The group of tests one pytest-xdist worker runs (CI): the Slurm suite (one local
+    cluster at a time, mostly waiting on the scheduler); the users of the shared sweep
+    (it runs once); else one test file (its module fixtures are built once)."""
+    path = nodeid.split("::")[0]
+    if path.startswith("tests/slurm/"):
+        return "slurm"
+    return "sweep" if path in SHARED_SWEEP_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` as ``xdist_scope`` groups; xdist's own reads ``xdist_group``
+    marks from node ids, which pytest 9 no longer lets it rewrite."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # optional: only under pytest-xdist
+
+    class ScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    config.option.loadscopereorder = False  # collection order: the Slurm suite first
+    return ScopeScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist the Slurm suite is queued first, so that it runs alongside the
+    CPU-bound tests instead of after them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slurm") is None)  # stable
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("prerequisite"):
+        available, reason = mark.args
+        if not available:
+            missing_prerequisite(reason)
+
+
+def tiny_sweep(scales: tuple[int, ...] = (1, 2), dtypes: tuple[str, ...] = ("fp32",)) -> dict:
+    """A sweep entry of the embedded workload (tiny Llama on the CPU) at ``scales`` ranks."""
+    return {
+        "workload": "tiny-llama",
+        "sizes": ["tiny"],
+        "dtypes": list(dtypes),
+        "gpu_type": "cpu",
+        "scales": list(scales),
+    }
 
 
 def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
     """The embedded workload in fp32 at ``scales`` ranks, 45 steps (the window fits)."""
-    sweep = {
-        "workload": "tiny-llama",
-        "sizes": ["tiny"],
-        "dtypes": ["fp32"],
-        "gpu_type": "cpu",
-        "scales": list(scales),
-    }
-    return {"sweeps": [sweep], "steps": 45, **top}
+    return {"sweeps": [tiny_sweep(scales)], "steps": 45, **top}
 
 
 TWO_RUN_CONFIG = tiny_config()

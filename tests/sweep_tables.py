@@ -11,6 +11,7 @@ import pandas as pd
 from llmbench.aggregate import peak_for, runs_table_from_frames, spec_row, steps_table_from_frame
 from llmbench.config import run_specs, validate_config
 from llmbench.reference import builtin_references, compare
+from tests.conftest import tiny_sweep
 
 STEPS = 50
 
@@ -71,5 +72,4 @@ def nemo_8b(dtypes=("bf16", "fp8"), scales=(8, 16, 32), variants=("perf",)) -> l
 
 def tiny_cpu(scales=(1, 2, 4)) -> list[dict]:
     """The embedded CPU workload: no peak without calibration, no reference."""
-    return [{"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"],
-             "gpu_type": "cpu", "scales": list(scales)}]  # fmt: skip
+    return [tiny_sweep(scales)]

@@ -23,25 +23,14 @@ from llmbench.aggregate import (
     steps_table_from_frame,
 )
 from llmbench.config import run_specs, validate_config
+from tests.conftest import tiny_sweep
 
 TRAIN_TOKENS = 1e12
 
 
 @functools.cache
 def tiny_spec(gpus: int) -> dict:
-    cfg = validate_config(
-        {
-            "sweeps": [
-                {
-                    "workload": "tiny-llama",
-                    "sizes": ["tiny"],
-                    "dtypes": ["fp32"],
-                    "gpu_type": "cpu",
-                    "scales": [gpus],
-                }
-            ]
-        }
-    )
+    cfg = validate_config({"sweeps": [tiny_sweep((gpus,))]})
     (spec,) = run_specs(cfg)
     return spec.to_dict()
 

@@ -4,14 +4,9 @@ import pytest
 
 from llmbench.config import load_config, run_specs, validate_config
 from llmbench.errors import ConfigError
+from tests.conftest import tiny_sweep
 
-TINY = {
-    "workload": "tiny-llama",
-    "sizes": ["tiny"],
-    "dtypes": ["fp32", "bf16"],
-    "gpu_type": "cpu",
-    "scales": [1, 2],
-}
+TINY = tiny_sweep((1, 2), dtypes=("fp32", "bf16"))
 
 
 def config(**top):

@@ -12,8 +12,8 @@ from llmbench.errors import LaunchError
 from llmbench.images import parse_image, sqsh_name
 
 FIXTURES = Path(__file__).parent / "fixtures"
-needs_mksquashfs = pytest.mark.skipif(
-    shutil.which("mksquashfs") is None, reason="mksquashfs missing: tests/slurm/install.sh"
+needs_mksquashfs = pytest.mark.prerequisite(
+    shutil.which("mksquashfs") is not None, "mksquashfs missing: tests/slurm/install.sh"
 )
 
 

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from llmbench.cli import main
+from tests.conftest import tiny_sweep
 
 CONFIG = {
     "sweeps": [
@@ -16,13 +17,7 @@ CONFIG = {
             "gpu_type": "h100",
             "scales": [8, 16],
         },
-        {
-            "workload": "tiny-llama",
-            "sizes": ["tiny"],
-            "dtypes": ["fp32"],
-            "gpu_type": "cpu",
-            "scales": [1],
-        },
+        tiny_sweep((1,)),
     ],
     "container": "enroot",
     "images": {"llama3.1-nemo": "nvidia/nemo:25.07"},

@@ -10,6 +10,7 @@ from llmbench.atomic import write_json_atomic
 from llmbench.catalog import published_results
 from llmbench.config import run_specs, validate_config
 from llmbench.reference import builtin_references, compare, load_references
+from tests.conftest import tiny_sweep
 
 SCALES = [8, 16, 32, 64, 128]
 
@@ -104,19 +105,7 @@ def test_user_reference_overrides_the_published_one(tmp_path) -> None:
 
 
 def test_tiny_model_has_no_reference(tmp_path) -> None:
-    cfg = validate_config(
-        {
-            "sweeps": [
-                {
-                    "workload": "tiny-llama",
-                    "sizes": ["tiny"],
-                    "dtypes": ["fp32"],
-                    "gpu_type": "cpu",
-                    "scales": [1],
-                }
-            ]
-        }
-    )
+    cfg = validate_config({"sweeps": [tiny_sweep((1,))]})
     (spec,) = run_specs(cfg)
     summary = {
         "status": "success",

@@ -16,24 +16,13 @@ from llmbench.config import validate_and_expand
 from llmbench.limits import RunLimits
 from llmbench.runner import run_attempt
 from llmbench.runspec import RunSpec
+from tests.conftest import tiny_config
 
 STEPS = 10
 
 
 def spec(limits: RunLimits, ranks: int = 2) -> RunSpec:
-    raw = {
-        "sweeps": [
-            {
-                "workload": "tiny-llama",
-                "sizes": ["tiny"],
-                "dtypes": ["fp32"],
-                "gpu_type": "cpu",
-                "scales": [ranks],
-            }
-        ],
-        "steps": STEPS,
-        "window": [5, 9],
-    }
+    raw = tiny_config((ranks,), steps=STEPS, window=[5, 9])
     (only,) = validate_and_expand(raw)[1]
     return replace(only, limits=limits)
 

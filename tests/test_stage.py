@@ -13,6 +13,7 @@ from llmbench.stage import (
     image_imports,
     needs_venv,
 )
+from tests.conftest import tiny_sweep
 
 IMAGE = "nvidia/nemo:25.07"
 
@@ -52,13 +53,7 @@ def test_one_import_per_image_and_arch() -> None:
 
 
 def test_only_framework_workloads_need_the_venv() -> None:
-    tiny = {
-        "workload": "tiny-llama",
-        "sizes": ["tiny"],
-        "dtypes": ["fp32"],
-        "gpu_type": "cpu",
-        "scales": [1],
-    }
+    tiny = tiny_sweep((1,))
     assert [needs_venv(s) for s in specs(tiny, nemo_8b())] == [False, True]
 
 

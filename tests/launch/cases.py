@@ -8,6 +8,7 @@ from llmbench.catalog import load_catalog
 from llmbench.config import run_specs, validate_config
 from llmbench.launch.variants import VARIANTS
 from llmbench.runspec import RunSpec
+from tests.conftest import tiny_config
 
 EXAMPLE_IMAGES = {
     "llama3.1-nemo": "nvidia/nemo:25.07",
@@ -47,21 +48,7 @@ def first_scale_specs() -> list[RunSpec]:
 
 def embedded_spec(launcher: str, nodes: int = 1) -> RunSpec:
     """The embedded workload at scale 2, 45 steps (srun: one rank per node)."""
-    config = validate_config(
-        {
-            "sweeps": [
-                {
-                    "workload": "tiny-llama",
-                    "sizes": ["tiny"],
-                    "dtypes": ["fp32"],
-                    "gpu_type": "cpu",
-                    "scales": [2],
-                }
-            ],
-            "steps": 45,
-            "launcher": launcher,
-        }
-    )
+    config = validate_config(tiny_config((2,), launcher=launcher))
     (spec,) = run_specs(config)
     return dataclasses.replace(spec, nodes=nodes, gpus_per_node=spec.gpus // nodes)
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from llmbench.parsers import scan
 from llmbench.parsers.scan import LineScanner, Needle
 
-pytestmark = pytest.mark.skipif(scan.hyperscan is None, reason="hyperscan is not installed")
+pytestmark = pytest.mark.prerequisite(scan.hyperscan is not None, "hyperscan is not installed")
 
 NEEDLES = (
     Needle(b"train_step_timing in s", "nemo"),

@@ -28,7 +28,7 @@ FLAGS = [
 ]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.prerequisite(CHROMIUM is not None, "Debian's chromium is not installed")
 def test_report_loads_and_renders(finished_sweep: Sweep) -> None:
     report = finished_sweep.results / "report.html"
     if not report.exists():

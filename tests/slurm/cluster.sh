@@ -6,6 +6,9 @@
 #   tests/slurm/cluster.sh status   # exit 0 when every recorded daemon runs
 #   tests/slurm/cluster.sh stop     # stops exactly the PIDs that start recorded
 #
+# Ports: LLMBENCH_SLURM_PORT (controller, 6817) and LLMBENCH_SLURM_NODE_PORT (first
+# slurmd, 17001; the second takes the next one).
+#
 # All config, state and logs live in $LLMBENCH_SLURM_DIR (default: a new temp dir).
 # /etc/slurm/slurm.conf becomes a symlink to the generated config because the Snakemake
 # executor plugin strips SLURM_CONF from a job's environment; an existing file is backed
@@ -15,7 +18,8 @@ set -euo pipefail
 ETC_CONF=/etc/slurm/slurm.conf
 BACKUP="$ETC_CONF.llmbench-backup"
 NODES=(n1 n2)
-NODE_PORTS=(17001 17002)
+NODE_PORT="${LLMBENCH_SLURM_NODE_PORT:-17001}"
+NODE_PORTS=("$NODE_PORT" $((NODE_PORT + 1)))
 CTLD_PORT="${LLMBENCH_SLURM_PORT:-6817}"
 WAIT_S="${LLMBENCH_SLURM_WAIT_S:-30}"
 
@@ -131,6 +135,12 @@ wait_for() {
     done
 }
 
+# A port something already listens on (another cluster on this machine): starting beside it
+# would make our clients talk to that cluster, and stop would cancel its jobs.
+port_in_use() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 nodes_idle() {
     local states
     states=$(sinfo -h -N -o '%N %t' | sort -u)
@@ -149,6 +159,10 @@ do_start() {
         echo "$dir"
         return 0
     fi
+    local port
+    for port in "$CTLD_PORT" "${NODE_PORTS[@]}"; do
+        ! port_in_use "$port" || die "port $port is in use (another Slurm cluster runs here?)"
+    done
     mkdir -p "$dir"/{etc,state,spool,run,log,dev,munge}
     # munged (user munge) must traverse the dir; it refuses group/world-writable parents.
     chmod 755 "$dir"

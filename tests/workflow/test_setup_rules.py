@@ -81,7 +81,7 @@ def test_dag_imports_each_image_once_per_arch_and_builds_one_venv(workdir: Path)
         assert path in proc.stdout
 
 
-@pytest.mark.skipif(shutil.which("mksquashfs") is None, reason="needs squashfs-tools")
+@pytest.mark.prerequisite(shutil.which("mksquashfs") is not None, "needs squashfs-tools")
 def test_setup_rules_run_for_real_and_only_once(workdir: Path) -> None:
     proc = snakemake(workdir, "--cores", "2", *SQSH.values(), MARKER)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,0 +1,55 @@
+"""Test infrastructure: a missing prerequisite of an optional test group is skipped
+locally and a failure under CI; the xdist groups of CI match the tests' fixtures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SHARED_SWEEP_FILES, xdist_scope
+
+TESTS = """
+import pytest
+
+@pytest.mark.prerequisite(False, "the frobnicator is not installed")
+def test_needs_missing():
+    pass
+
+@pytest.mark.prerequisite(True, "present")
+def test_needs_present():
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome", "rc"), [("", "1 passed, 1 skipped", 0), ("true", "1 passed, 1 error", 1)]
+)
+def test_missing_prerequisite_fails_only_under_ci(
+    tmp_path: Path, ci: str, outcome: str, rc: int
+) -> None:
+    (tmp_path / "test_x.py").write_text(TESTS)
+    env = dict(
+        os.environ, CI=ci, PYTEST_ADDOPTS="", PYTHONPATH=os.pathsep.join([str(REPO), *sys.path])
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-rs", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert outcome in proc.stdout and proc.returncode == rc, proc.stdout[-3000:]
+    assert "the frobnicator is not installed" in proc.stdout
+
+
+def test_xdist_groups_keep_shared_fixtures_on_one_worker() -> None:
+    users = sorted(
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "tests").rglob("test_*.py")
+        if path != Path(__file__) and "finished_sweep" in path.read_text()
+    )
+    assert users == sorted(SHARED_SWEEP_FILES)
+    assert {xdist_scope(f"{path}::test_x") for path in users} == {"sweep"}
+    assert xdist_scope("tests/slurm/test_faults.py::test_a[1]") == "slurm"
+    assert xdist_scope("tests/test_plots.py::test_a") == "tests/test_plots.py"

@@ -1,0 +1,78 @@
+"""slurm.py: a GPU training job's resources, and job states read from stand-in Slurm
+commands (executables on PATH that answer only the exact arguments llmbench must pass)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from llmbench.runspec import RunSpec
+from llmbench.slurm import job_state, slurm_resources
+from tests.launch.cases import first_scale_specs
+
+
+def gpu_spec(gpu_type: str) -> RunSpec:
+    return next(s for s in first_scale_specs() if s.gpu_type == gpu_type)
+
+
+@pytest.mark.parametrize("gpu_type", ["h100", "gb300"])
+def test_gpu_job_has_one_task_per_gpu_through_srun(gpu_type: str) -> None:
+    spec = gpu_spec(gpu_type)
+    assert spec.gpus_per_node > 1 and spec.gpus == spec.nodes * spec.gpus_per_node
+    res = slurm_resources(spec, {"reservation": "r 1", "exclusive": True}, threads_per_rank=6)
+    assert res["nodes"] == spec.nodes
+    assert res["tasks_per_node"] == spec.gpus_per_node
+    assert res["tasks"] == 0  # falsy: left out, tasks come from nodes x tasks_per_node
+    assert res["mpi"] == "srun"
+    assert res["gres"] == f"gpu:{spec.gpus_per_node}"
+    assert res["cpus_per_task"] == 1  # threads_per_rank is for CPU ranks only
+    assert res["runtime"] == spec.limits.slurm_time_min > 0
+    assert res["slurm_extra"] == "'--reservation=r 1' --exclusive"
+
+
+def test_one_gpu_per_node_asks_for_tasks_without_mpi() -> None:
+    spec = gpu_spec("h100")
+    spec = dataclasses.replace(spec, nodes=spec.gpus, gpus_per_node=1)
+    res = slurm_resources(spec, {}, threads_per_rank=6)
+    # the plugin refuses mpi with one task per node
+    assert (res["tasks_per_node"], res["tasks"], res["mpi"]) == (0, spec.gpus, "")
+    assert res["gres"] == "gpu:1" and res["slurm_extra"] == ""
+
+
+@pytest.fixture
+def stand_in_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write stand-in ``squeue``/``sacct`` that print ``out`` for exactly ``args``."""
+
+    def install(name: str, args: str, out: str) -> None:
+        script = tmp_path / name
+        script.write_text(
+            f'#!/bin/sh\n[ "$*" = "{args}" ] || {{ echo "bad args: $*" >&2; exit 2; }}\n'
+            f"printf '{out}'\n"
+        )
+        script.chmod(0o755)
+
+    # only the stand-ins: a real Slurm on this machine must not answer (sh builtins suffice)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    return install
+
+
+def test_job_state_from_squeue(stand_in_slurm) -> None:
+    stand_in_slurm("squeue", "-h -j 42 -t all -o %T", "CANCELLED\n")
+    stand_in_slurm("sacct", "-n -X -j 42 -o State%30", "TIMEOUT\n")
+    assert job_state("42") == "CANCELLED"
+    assert job_state("43") is None  # neither command knows another job
+
+
+def test_job_state_falls_back_to_sacct(stand_in_slurm) -> None:
+    # squeue no longer lists the job (MinJobAge passed): sacct's first word counts
+    stand_in_slurm("squeue", "-h -j 7 -t all -o %T", "")
+    stand_in_slurm("sacct", "-n -X -j 7 -o State%30", "  cancelled by 0\n")
+    assert job_state("7") == "CANCELLED"
+
+
+def test_job_state_unknown_without_slurm(stand_in_slurm) -> None:
+    assert job_state("7") is None
+    stand_in_slurm("squeue", "-h -j 7 -t all -o %T", "")
+    assert job_state("7") is None
