@@ -4,7 +4,7 @@ import re
 import sys
 
 from llmbench.attempts import nodes_to_avoid, retry_token
-from llmbench.config import validate_and_expand
+from llmbench.config import venv_requirements_path, workflow_config
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import slurm_resources
 from llmbench.stage import (
@@ -22,8 +22,12 @@ from llmbench.stage import (
 from llmbench.errors import ConfigError
 from llmbench.plots import plot_files
 
+# Relative setup files: the working directory first, else this workflow's folder.
+_BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 try:
-    CONFIG, _specs = validate_and_expand(config, source="config")
+    # The Snakefile names no `configfile:`: config.yaml is read here, by the same loader
+    # and checks as `llmbench plan`, with --configfile/--config values merged over it.
+    CONFIG, _specs = workflow_config(config, CONFIG_FILE, _BASE_DIRS)
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.
     sys.exit(f"llmbench: error: {err}")
@@ -35,37 +39,11 @@ RUNS = {spec.run_id: spec for spec in _specs}
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
-_sources = {run: checkpoint_source(spec) for run, spec in RUNS.items()}
-_missing_saves = sorted(run for run, src in _sources.items() if src and src not in RUNS)
-if _missing_saves and not os.environ.get("LOAD_CHECKPOINT_PATH"):
-    sys.exit(
-        f"llmbench: error: config: run {_missing_saves[0]} (variant ckpt-load) restores "
-        "the checkpoint of its ckpt-save run, which is not in the sweep; allowed: add "
-        "variant ckpt-save to the same sweep entry, or set LOAD_CHECKPOINT_PATH"
-    )
 if any(spec.variant == "ckpt-save" for spec in RUNS.values()):
     _space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
     if _space:
         print(f"llmbench: warning: {_space}", file=sys.stderr)
-
-# Relative to the working directory, else to this workflow (its envs/ folder).
-VENV_REQUIREMENTS = next(
-    (
-        str(path)
-        for path in (
-            Path(CONFIG["setup"]["venv_requirements"]),
-            Path(workflow.basedir) / CONFIG["setup"]["venv_requirements"],
-        )
-        if path.is_file()
-    ),
-    None,
-)
-if any(map(needs_venv, RUNS.values())) and VENV_REQUIREMENTS is None:
-    sys.exit(
-        "llmbench: error: config: setup.venv_requirements: "
-        f"{CONFIG['setup']['venv_requirements']!r} does not exist; allowed: a pinned "
-        "requirements file (e.g. envs/training-venv.txt)"
-    )
+VENV_REQUIREMENTS = venv_requirements_path(CONFIG, _BASE_DIRS)
 GROUPS = {}
 for _spec in RUNS.values():
     GROUPS.setdefault(_spec.group_id, []).append(_spec.run_id)
