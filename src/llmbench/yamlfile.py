@@ -47,7 +47,13 @@ class _StrictLoader(yaml.SafeLoader):
 
 def load_yaml_text(text: str, source: str) -> Any:
     """Parse YAML ``text``; errors name ``source``, the line and the column."""
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # checks for unprintable characters here
+    except yaml.reader.ReaderError as err:
+        raise ConfigError(
+            f"{source}: character #x{err.character:04x} at offset {err.position} is not "
+            "allowed in YAML; allowed: printable UTF-8 text"
+        ) from None
     loader.source = source
     try:
         return loader.get_single_data()
@@ -56,11 +62,6 @@ def load_yaml_text(text: str, source: str) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         what = " ".join(filter(None, [err.context, err.problem]))
         raise ConfigError(f"{source}: {where}invalid YAML: {what}") from None
-    except yaml.reader.ReaderError as err:
-        raise ConfigError(
-            f"{source}: character at offset {err.position} is not allowed in YAML "
-            f"({err.reason}); allowed: printable UTF-8 text"
-        ) from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{source}: invalid YAML: {err}") from None
     finally:
