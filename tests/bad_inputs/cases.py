@@ -144,7 +144,22 @@ def nemo(**top: Any) -> dict[str, Any]:
     return {**BASE, "sweeps": [{**NEMO, "scales": [8]}], **top}
 
 
-LONG = "x" * 10_000_000
+def _long(template: str) -> Callable[[Path], Path]:
+    """A config with a 1,000,000-character value ``{x}`` (written when the case runs)."""
+
+    def write(folder: Path) -> Path:
+        path = folder / "config.yaml"
+        path.write_text(template.replace("{x}", "x" * 1_000_000))
+        return path
+
+    return write
+
+
+def long_sweep(w: str, s: str) -> str:
+    sweep = f"{{workload: {w}, sizes: [{s}], dtypes: [fp32], gpu_type: cpu, scales: [1]}}"
+    return f"sweeps: [{sweep}]\n"
+
+
 FILE_CASES = [
     ConfigCase("binary", b"\xff\xfe\x00\x01\x89PNG", ("config.yaml", "0xff")),
     ConfigCase("binary-late", dump(BASE) + b"# \xc3\x28\n", ("config.yaml", "line 14")),
@@ -166,11 +181,23 @@ FILE_CASES = [
     ConfigCase("folder", _folder, ("config.yaml", "not a regular file")),
     ConfigCase("missing", _missing, ("config.yaml", "No such file")),
     ConfigCase("symlink-loop", _loop, ("config.yaml", "symbolic links")),
-    ConfigCase("long-workload", dump(sweep(workload=LONG)), ("workload", "[10000002 chars]")),
-    ConfigCase("long-key", dump({**BASE, LONG: 1}), ("(top level)", "chars]")),
-    ConfigCase("long-size", dump(sweep(sizes=[LONG])), ("sizes", "[10000002 chars]")),
+    ConfigCase(
+        "long-workload",
+        _long(long_sweep(w="{x}", s="tiny")),
+        ("workload", "[1000002 chars]"),
+    ),
+    ConfigCase(
+        "long-size",
+        _long(long_sweep(w="tiny-llama", s="{x}")),
+        ("sizes", "[1000002 chars]"),
+    ),
+    ConfigCase(
+        "long-key",
+        _long(long_sweep(w="tiny-llama", s="tiny") + "{x}: 1\n"),
+        ("line 2", "column 1000001"),
+    ),
     ConfigCase("multiline-value", dump(sweep(workload="a\nb\nc")), ("workload", "'a\\nb\\nc'")),
-    ConfigCase("anchor-bomb", b"a: &a [1]\nb: &b [*a, *a]\nsweeps: *b\n", ("(top level)", "'a', 'b'")),
+    ConfigCase("anchors", b"a: &a [1]\nb: &b [*a, *a]\nsweeps: *b\n", ("(top level)", "'a', 'b'")),
 ]
 
 CROSS_CASES = [
