@@ -21,6 +21,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         script = bin_dir / tool
         script.write_text(f'#!/bin/sh\necho "$0 $*" >> "{tmp_path}/submitted"\nexit 1\n')
         script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.delenv("LOAD_CHECKPOINT_PATH", raising=False)  # a ckpt-load case needs it unset
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     work = tmp_path / "work"
     work.mkdir()
