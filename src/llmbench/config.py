@@ -246,14 +246,14 @@ def _check_sweep(
             )
     cores = os.cpu_count() or 1
     for spec in specs:
-        threads = spec.gpus_per_node * spec.threads_per_rank
+        threads = spec.gpus * spec.threads_per_rank  # local: every rank on this machine
         if (
             spec.launcher == "local"
             and spec.gpu_type == "cpu"
             and threads > cores * LOCAL_RANKS_PER_CORE
         ):
             raise ConfigError(
-                f"{source}: run {spec.run_id}: {spec.gpus_per_node} CPU ranks x "
+                f"{source}: run {spec.run_id}: {spec.gpus} CPU ranks x "
                 f"threads_per_rank={spec.threads_per_rank} on launcher: local; allowed: at "
                 f"most {LOCAL_RANKS_PER_CORE} x {cores} cores = {cores * LOCAL_RANKS_PER_CORE}"
             )

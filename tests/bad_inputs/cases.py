@@ -227,6 +227,11 @@ CROSS_CASES = [
         dump({**sweep(scales=[16]), "threads_per_rank": 1000}),
         ("threads_per_rank=1000", "launcher: local"),
     ),
+    ConfigCase(
+        "local-ranks-per-node",
+        dump({**sweep(scales=[4096]), "ranks_per_node": 1}),
+        ("cpux4096", "4096 CPU ranks"),
+    ),
     ConfigCase("launcher", dump({**BASE, "launcher": "mpirun"}), ("launcher", "'mpirun'")),
     ConfigCase("container", dump({**BASE, "container": "docker"}), ("container", "'docker'")),
     ConfigCase(
