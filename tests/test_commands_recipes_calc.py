@@ -93,9 +93,10 @@ def test_calc_gbs_tokens_and_strong_scaling(capsys):
     assert out["tokens_per_s"] == pytest.approx(tps)
     assert out["days_to_train"] == pytest.approx(metrics.days_to_train(2e12, tps))
     nemo_8b = ["--workload", "llama3.1-nemo", "--size", "8b", "--dtype", "bf16"]
-    gbs = _calc_json(capsys, *nemo_8b, "--gpu-type", "h100", "--gpus", "8", "--step-time", "1",
+    gbs = _calc_json(capsys, *nemo_8b, "--gpu-type", "h100", "--gpus", "8", "--step-time", "4",
                      "--gbs", "64")  # fmt: skip
-    assert gbs["tokens_per_s"] == pytest.approx(8192 * 64)
+    assert gbs["tokens_per_s"] == pytest.approx(8192 * 64 / 4)
+    assert gbs["flags"] == [] and gbs["mfu"] <= 1
 
 
 def test_calc_table_and_real_subprocess():
@@ -112,3 +113,14 @@ def test_calc_table_and_real_subprocess():
         bad.stderr.strip()
         == "llmbench calc: error: step_time=-1.0: must be a positive number of seconds"
     )
+
+
+def test_calc_refuses_mfu_above_peak_unless_asked(capsys):
+    """A step time shorter than the one at 100 % MFU is refused; the flag prints it, flagged."""
+    argv = ["--workload", "llama3.1-nemo", "--size", "8b", "--dtype", "bf16",
+            "--gpu-type", "h100", "--gpus", "8", "--step-time", "1"]  # fmt: skip
+    assert main(["calc", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "above the h100 bf16 datasheet peak" in err and err.count("\n") == 1
+    out = _calc_json(capsys, *argv, "--allow-implausible")
+    assert out["mfu"] > 1 and out["flags"] == ["mfu_above_100pct"]

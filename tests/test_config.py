@@ -121,7 +121,7 @@ def test_unreadable_yaml_is_one_line(tmp_path) -> None:
     path.write_text("sweeps: [\n")
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert "cannot read" in str(info.value) and "\n" not in str(info.value)
+    assert "line 2, column 1: invalid YAML" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_scientific_notation_needs_a_sign_in_yaml(tmp_path) -> None:

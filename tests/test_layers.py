@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "redact",
         "stack_dumps",
         "atomic",
+        "yamlfile",
     ),
     # 1: config -> run specs (what to run), and the stage folder's layout
     ("runspec", "config", "profiling", "embedded.workload", "stage", "plan", "catalog.parity"),

@@ -127,3 +127,17 @@ def test_tiny_model_has_no_reference(tmp_path) -> None:
     write_json_atomic(tmp_path / "r.json", record)
     runs = compare(runs_table_from_records([(record, summary, None)], 1e12), builtin_references())
     assert runs.verdict.tolist() == ["no_reference"]
+
+
+def test_step_time_above_the_peak_is_flagged_and_never_judged(tmp_path) -> None:
+    """A step time with MFU above 100 % (0.1 s for 8B on 8 H100s) is flagged, no verdict;
+    published step times stay plausible and judged."""
+    published = published_8b_bf16()
+    runs = compare(
+        sweep_table(tmp_path, lambda g: 0.1 if g == 8 else published[g]), builtin_references()
+    )
+    fast = runs.set_index("gpus").loc[8]
+    assert fast.mfu > 1 and fast.implausible == "mfu_above_100pct"
+    assert pd.isna(fast.verdict) and pd.isna(fast.deviation_pct)
+    rest = runs[runs.gpus != 8]
+    assert rest.implausible.isna().all() and (rest.verdict == "within").all()

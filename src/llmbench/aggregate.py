@@ -18,7 +18,8 @@ first two for a handful of runs.
 - derived: tokens_per_s = seq_len * GBS / step_time_mean_s; tokens_per_s_per_gpu;
   train_tokens and days_to_train = train_tokens / tokens_per_s / 86400;
   model_flops_per_sample; achieved_tflops_per_gpu = GBS * flops / step_time / gpus / 1e12;
-  peak_tflops_per_gpu and peak_source; mfu = achieved / peak (a fraction)
+  peak_tflops_per_gpu and peak_source; mfu = achieved / peak (a fraction); implausible
+  (``mfu_above_100pct`` when mfu > 1, else null: such a run gets no verdict)
 - reference (``llmbench.reference.compare``): reference_step_time_s, reference_source,
   deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
   (within | faster | slower | no_reference; null when the run has no step time)
@@ -110,6 +111,7 @@ RUN_DTYPES: dict[str, str] = {
     "peak_source": "string",
     "mfu": "float64",
     **ENERGY_DTYPES,
+    "implausible": "string",
     "reference_step_time_s": "float64",
     "reference_source": "string",
     "deviation_pct": "float64",
@@ -349,6 +351,8 @@ def runs_table_from_frames(
         )
     for col in ENERGY_DTYPES:
         out[col] = energy[col].to_numpy() if col in energy.columns else None
+    # Above the datasheet peak cannot be true: flagged, and never judged against a reference.
+    out["implausible"] = np.where(out["mfu"].gt(1), "mfu_above_100pct", None)
     out["started_at"] = pd.to_datetime(out["started_at"], utc=True, format="ISO8601")
     out["finished_at"] = pd.to_datetime(out["finished_at"], utc=True, format="ISO8601")
     out["duration_s"] = (out["finished_at"] - out["started_at"]).dt.total_seconds()

@@ -7,7 +7,9 @@ names the key, the bad value and what is allowed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,11 +21,36 @@ import yaml
 from llmbench.catalog import load_catalog
 from llmbench.catalog.parity import built_vocab, resolve_parity
 from llmbench.embedded import workload as tiny
-from llmbench.errors import ConfigError, LaunchError
+from llmbench.errors import ConfigError, LaunchError, one_line
 from llmbench.images import parse_image
 from llmbench.limits import RunLimits, resolve_limits
 from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import RunSpec
+from llmbench.stage import checkpoint_source, needs_venv
+from llmbench.yamlfile import read_yaml_file
+
+# CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
+# a few times oversubscribed still trains (slowly); more is a typo, not a benchmark.
+LOCAL_RANKS_PER_CORE = 8
+REFERENCE_SUFFIXES = (".parquet", ".csv", ".yaml", ".yml")
+
+
+def _is_integer(_checker: Any, value: Any) -> bool:
+    # JSON Schema calls 50.0 an integer; a step count or scale of 50.0 is a typo here.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(_checker: Any, value: Any) -> bool:
+    # Bounds never fail for NaN (every comparison is false): refuse it as a type.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}
+    ),
+)
 
 
 @cache
@@ -41,6 +68,11 @@ def _path(parts: Any) -> str:
 
 def _schema_error_line(err: jsonschema.ValidationError) -> str:
     where = _path(err.absolute_path)
+    value = err.instance
+    if err.validator == "type" and isinstance(value, float) and not math.isfinite(value):
+        return f"{where}: {value} is not a finite number; allowed: {_allowed_type(err)}"
+    if err.validator == "type" and isinstance(value, float) and "number" not in _types(err):
+        return f"{where}: {value!r} is not a whole number; allowed: {_allowed_type(err)}"
     if err.validator == "enum":
         allowed = ", ".join(map(str, err.validator_value))
         return f"{where}: {err.instance!r} is not allowed; allowed: {allowed}"
@@ -48,6 +80,25 @@ def _schema_error_line(err: jsonschema.ValidationError) -> str:
         allowed = ", ".join(sorted(err.schema.get("properties", {})))
         return f"{where}: {err.message}; allowed keys: {allowed}"
     return f"{where}: {err.message}"
+
+
+def _types(err: jsonschema.ValidationError) -> list[str]:
+    types = err.validator_value
+    return [types] if isinstance(types, str) else list(types)
+
+
+def _allowed_type(err: jsonschema.ValidationError) -> str:
+    bounds = [f"{word} {err.schema[key]}" for key, word in _BOUNDS if key in err.schema]
+    kind = " or ".join("a whole number" if t == "integer" else t for t in _types(err))
+    return " ".join([kind, " and ".join(bounds)]).strip()
+
+
+_BOUNDS = (
+    ("minimum", ">="),
+    ("exclusiveMinimum", ">"),
+    ("maximum", "<="),
+    ("exclusiveMaximum", "<"),
+)
 
 
 def _with_defaults(instance: Any, schema: Mapping[str, Any]) -> Any:
@@ -72,14 +123,17 @@ def validate_and_expand(
     raw: Mapping[str, Any], source: str = "config"
 ) -> tuple[dict[str, Any], list[RunSpec]]:
     """``validate_config`` and ``run_specs`` in one pass (each run is resolved once)."""
+    if raw is None:
+        raise ConfigError(f"{source}: the config is empty; allowed: a mapping with sweeps")
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
     config = copy.deepcopy(dict(raw))
-    validator = jsonschema.Draft202012Validator(config_schema())
+    validator = _Validator(config_schema())
     err = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if err is not None:
         raise ConfigError(f"{source}: {_schema_error_line(err)}")
     config = _with_defaults(config, config_schema())
+    _check_images(config, source)
     lo, hi = config["window"]
     if lo > hi:
         raise ConfigError(
@@ -103,14 +157,120 @@ def validate_and_expand(
     return config, specs
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file and validate it."""
-    path = Path(path)
+def load_config(path: str | Path, base_dirs: Sequence[str | Path] | None = None) -> dict[str, Any]:
+    """Read a YAML config file and validate it (``check_config``)."""
+    return check_config(read_yaml_file(path), str(path), base_dirs)[0]
+
+
+def workflow_config(
+    overrides: Mapping[str, Any],
+    path: str | Path,
+    base_dirs: Sequence[str | Path] | None = None,
+) -> tuple[dict[str, Any], list[RunSpec]]:
+    """The workflow's config: ``path`` read as ``llmbench plan`` reads it, with Snakemake's
+    ``--configfile``/``--config`` values (``overrides``) merged over it key by key, as
+    Snakemake's own ``configfile:`` would; then ``check_config``."""
+    raw: Any = {}
+    if Path(path).exists() or Path(path).is_symlink() or not overrides:
+        raw = read_yaml_file(path)
+    return check_config(merge_config(raw, overrides), str(path), base_dirs)
+
+
+def merge_config(base: Any, overrides: Mapping[str, Any]) -> Any:
+    """``base`` with ``overrides`` merged in, mappings key by key (Snakemake's rule)."""
+    if not isinstance(base, Mapping):
+        return copy.deepcopy(dict(overrides)) if overrides else base
+    merged = copy.deepcopy(dict(base))
+    for key, value in overrides.items():
+        old = merged.get(key)
+        both = isinstance(old, Mapping) and isinstance(value, Mapping)
+        merged[key] = merge_config(old, value) if both else copy.deepcopy(value)
+    return merged
+
+
+def default_base_dirs() -> list[Path]:
+    """Where relative setup files are looked up: the working directory, then the
+    workflow's folder (this package's source checkout), as the workflow does."""
+    checkout = Path(__file__).resolve().parents[2]
+    return [Path.cwd(), *([checkout] if (checkout / "Snakefile").is_file() else [])]
+
+
+def check_config(
+    raw: Any, source: str = "config", base_dirs: Sequence[str | Path] | None = None
+) -> tuple[dict[str, Any], list[RunSpec]]:
+    """The one validation of a config that is about to run: ``validate_and_expand`` and
+    the checks that look beyond the config's own values (the files it names, this
+    machine's cores, the ckpt-save run a ckpt-load run needs). ``llmbench plan`` and the
+    workflow both call this, so they accept and refuse exactly the same configs."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read: {str(exc).splitlines()[0]}") from None
-    return validate_config(raw or {}, source=str(path))
+        config, specs = validate_and_expand(raw, source)
+        _check_sweep(config, specs, source, base_dirs or default_base_dirs())
+    except ConfigError as err:
+        raise ConfigError(one_line(str(err))) from None
+    return config, specs
+
+
+def venv_requirements_path(
+    config: Mapping[str, Any], base_dirs: Sequence[str | Path]
+) -> str | None:
+    """``setup.venv_requirements`` found in the first of ``base_dirs``; None when absent."""
+    name = config["setup"]["venv_requirements"]
+    found = (Path(base, name) for base in base_dirs)
+    return next((str(p) for p in found if p.is_file()), None)
+
+
+def _check_sweep(
+    config: Mapping[str, Any], specs: list[RunSpec], source: str, base_dirs: Sequence[str | Path]
+) -> None:
+
+    runs = {spec.run_id for spec in specs}
+    missing = sorted(s.run_id for s in specs if checkpoint_source(s) not in (None, *runs))
+    if missing and not os.environ.get("LOAD_CHECKPOINT_PATH"):
+        raise ConfigError(
+            f"{source}: run {missing[0]} (variant ckpt-load) restores the checkpoint of its "
+            "ckpt-save run, which is not in the sweep; allowed: add variant ckpt-save to the "
+            "same sweep entry, or set LOAD_CHECKPOINT_PATH"
+        )
+    if any(map(needs_venv, specs)) and venv_requirements_path(config, base_dirs) is None:
+        raise ConfigError(
+            f"{source}: setup.venv_requirements: {config['setup']['venv_requirements']!r} "
+            "does not exist; allowed: a pinned requirements file (e.g. envs/training-venv.txt)"
+        )
+    reference = config["reference"].get("file")
+    if reference is not None:
+        if not Path(reference).is_file():
+            raise ConfigError(
+                f"{source}: reference.file: {reference!r} is not a file; allowed: a "
+                f"{', '.join(REFERENCE_SUFFIXES)} file"
+            )
+        if Path(reference).suffix.lower() not in REFERENCE_SUFFIXES:
+            raise ConfigError(
+                f"{source}: reference.file: {reference!r} has suffix "
+                f"{Path(reference).suffix!r}; allowed: {', '.join(REFERENCE_SUFFIXES)}"
+            )
+    cores = os.cpu_count() or 1
+    for spec in specs:
+        threads = spec.gpus * spec.threads_per_rank  # local: every rank on this machine
+        if (
+            spec.launcher == "local"
+            and spec.gpu_type == "cpu"
+            and threads > cores * LOCAL_RANKS_PER_CORE
+        ):
+            raise ConfigError(
+                f"{source}: run {spec.run_id}: {spec.gpus} CPU ranks x "
+                f"threads_per_rank={spec.threads_per_rank} on launcher: local; allowed: at "
+                f"most {LOCAL_RANKS_PER_CORE} x {cores} cores = {cores * LOCAL_RANKS_PER_CORE}"
+            )
+
+
+def _check_images(config: Mapping[str, Any], source: str) -> None:
+    """Every ``images`` value is an image reference, whichever ``container`` is set."""
+
+    for workload, image in config["images"].items():
+        try:
+            parse_image(image)
+        except LaunchError as err:
+            raise ConfigError(f"{source}: images.{workload}: {err}") from None
 
 
 def _expand(config: Mapping[str, Any], source: str) -> Iterator[tuple[int, RunSpec]]:

@@ -11,7 +11,8 @@ Judgement, with ``deviation_pct = (measured - reference) / reference * 100``:
 - ``faster``: deviation < -tolerance * 100 (step time below the reference)
 - ``slower``: deviation > +tolerance * 100
 - ``no_reference``: no reference for the run's key
-A run without a measured step time (not a success) has a null verdict and deviation.
+A run without a measured step time (not a success), or with an implausible one (MFU above
+100 %, the runs table's ``implausible`` column), has a null verdict and deviation.
 """
 
 from __future__ import annotations
@@ -154,6 +155,8 @@ def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.0
     measured_ok = np.isfinite(measured) & (measured > 0)
     if "status" in out.columns:
         measured_ok &= out["status"].eq("success").fillna(False).to_numpy(bool)
+    if "implausible" in out.columns:  # MFU above 100 %: never `within` (nor faster)
+        measured_ok &= out["implausible"].isna().to_numpy(bool)
     judged = found & measured_ok
     deviation = np.full(len(out), np.nan)
     deviation[judged] = (measured[judged] - ref_t[judged]) / ref_t[judged] * 100

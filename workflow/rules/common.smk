@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llmbench import wiring
 from llmbench.attempts import retry_token
-from llmbench.config import validate_and_expand
+from llmbench.config import venv_requirements_path, workflow_config
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS, check_platforms
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
@@ -23,8 +23,12 @@ from llmbench.stage import (
 )
 from llmbench.errors import ConfigError
 
+# Relative setup files: the working directory first, else this workflow's folder.
+_BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 try:
-    CONFIG, _specs = validate_and_expand(config, source="config")
+    # The Snakefile names no `configfile:`: config.yaml is read here, by the same loader
+    # and checks as `llmbench plan`, with --configfile/--config values merged over it.
+    CONFIG, _specs = workflow_config(config, CONFIG_FILE, _BASE_DIRS)
     check_platforms(_specs, source="config")
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.
@@ -40,28 +44,11 @@ for _name, _value in SBATCH_ENVIRONMENT.items():
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
-_sources = {run: checkpoint_source(spec) for run, spec in RUNS.items()}
-_missing_saves = sorted(run for run, src in _sources.items() if src and src not in RUNS)
-if _missing_saves and not os.environ.get("LOAD_CHECKPOINT_PATH"):
-    sys.exit(
-        f"llmbench: error: config: run {_missing_saves[0]} (variant ckpt-load) restores "
-        "the checkpoint of its ckpt-save run, which is not in the sweep; allowed: add "
-        "variant ckpt-save to the same sweep entry, or set LOAD_CHECKPOINT_PATH"
-    )
 if any(spec.variant == "ckpt-save" for spec in RUNS.values()):
     _space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
     if _space:
         print(f"llmbench: warning: {_space}", file=sys.stderr)
-
-VENV_REQUIREMENTS = wiring.find_file(
-    CONFIG["setup"]["venv_requirements"], workflow.basedir
-)
-if any(map(needs_venv, RUNS.values())) and VENV_REQUIREMENTS is None:
-    sys.exit(
-        "llmbench: error: config: setup.venv_requirements: "
-        f"{CONFIG['setup']['venv_requirements']!r} does not exist; allowed: a pinned "
-        "requirements file (e.g. envs/training-venv.txt)"
-    )
+VENV_REQUIREMENTS = venv_requirements_path(CONFIG, _BASE_DIRS)
 GROUPS = wiring.run_groups(RUNS.values())
 
 

@@ -12,6 +12,7 @@ from llmbench import metrics
 from llmbench.catalog import RecipeRow, load_catalog, with_overrides
 from llmbench.errors import ConfigError
 from llmbench.flops import model_flops_per_sample
+from llmbench.parsers.summary import MAX_STEP_TIME_S
 
 DEFAULT_TOKENS = 1e12
 
@@ -33,7 +34,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--scaling", choices=("weak", "strong"), default="weak")
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--allow-implausible",
+        action="store_true",
+        help="print numbers above the GPU's datasheet peak (MFU > 100 %%), flagged, "
+        "instead of refusing them",
+    )
     parser.set_defaults(func=run)
+
+
+def implausible(row: RecipeRow, result: dict[str, float]) -> list[str]:
+    """Flags of numbers that cannot be true: MFU above 100 % is TFLOPS/GPU above the
+    datasheet peak of the row's GPU and dtype."""
+    return ["mfu_above_100pct"] if result["mfu"] > 1 else []
 
 
 def compute(row: RecipeRow, step_time_s: float, total_tokens: float) -> dict[str, float]:
@@ -66,9 +79,24 @@ def run(args: argparse.Namespace) -> int:
     if args.gbs is not None:
         row = with_overrides(row, gbs=args.gbs)
     result = compute(row, args.step_time, args.tokens)
+    assert row.gpu is not None
+    peak = row.gpu.peak_tflops[row.dtype]
+    # The step time at 100 % MFU: any shorter one is above the datasheet peak.
+    floor_s = row.gbs * result["model_flops_per_sample"] / row.gpus / (peak * 1e12)
+    allowed = f"allowed: a step time of {floor_s:.3g} s (100 % MFU) to {MAX_STEP_TIME_S:g} s"
+    if args.step_time > MAX_STEP_TIME_S or not all(map(math.isfinite, result.values())):
+        raise ConfigError(f"step_time={args.step_time}: not a plausible step time; {allowed}")
+    flags = implausible(row, result)
+    if flags and not args.allow_implausible:
+        raise ConfigError(
+            f"step_time={args.step_time}: MFU {result['mfu_pct']:.4g} % "
+            f"({result['tflops_per_gpu']:.4g} TFLOPS/GPU) is above the {row.gpu_type} "
+            f"{row.dtype} datasheet peak of {peak:g} TFLOPS; {allowed}, or "
+            "--allow-implausible to print it flagged"
+        )
     if args.format == "json":
         context = {"gbs": row.gbs, "seq_len": row.seq_len, "total_tokens": args.tokens}
-        print(json.dumps({**result, **context}, indent=2))
+        print(json.dumps({**result, **context, "flags": flags}, indent=2))
         return 0
     print(f"{row.label()}  (gbs {row.gbs}, seq_len {row.seq_len}, source {row.source})")
     print(f"tokens_per_s          {result['tokens_per_s']:.2f}")
@@ -77,4 +105,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"mfu                   {result['mfu']:.4f} ({result['mfu_pct']:.2f} %)")
     print(f"days_to_train         {result['days_to_train']:.2f} ({args.tokens:g} tokens)")
     print(f"model_flops_per_sample {result['model_flops_per_sample']:.6e}")
+    if flags:
+        print(f"flags                 {','.join(flags)} (implausible: above the datasheet peak)")
     return 0
