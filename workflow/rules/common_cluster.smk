@@ -91,4 +91,4 @@ def get_telemetry_outputs():
 
 def get_telemetry_plot_labels(wildcards):
     specs = [RUNS[run] for run in GROUPS[wildcards.group]]
-    return {**_label_values(specs), "content": "telemetry"}
+    return {**wiring.label_values(specs), "content": "telemetry"}
