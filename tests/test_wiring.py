@@ -3,19 +3,22 @@ stored signature, per-run Slurm resources, labels and files."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from types import SimpleNamespace
 
-from llmbench.config import run_specs, validate_config
+from llmbench.config import run_specs, validate_and_expand, validate_config
 from llmbench.wiring import (
     find_file,
     label_values,
     launch_env,
+    missing_embedded_packages,
     per_run,
     run_groups,
     train_resources,
     with_signature,
 )
+from tests.conftest import tiny_config
 
 SPECS = run_specs(
     validate_config(
@@ -80,3 +83,14 @@ def test_labels_groups_files_and_environment(tmp_path) -> None:
     env = launch_env(SPECS[-1], str(tmp_path / "stage"), "10.0.0.1")
     assert env["LLMBENCH_STAGE_PATH"] == str((tmp_path / "stage").resolve())
     assert env["LLMBENCH_MASTER_ADDR"] == "10.0.0.1" and "LLMBENCH_PYTHON" in env
+
+
+def test_a_missing_training_package_is_named_before_any_run() -> None:
+    specs = validate_and_expand(tiny_config())[1]
+    line = missing_embedded_packages(specs, modules=("torch", "llmbench_no_such_package"))
+    assert line is not None and "\n" not in line
+    assert "needs llmbench_no_such_package, not installed" in line  # torch is installed
+    assert "pip install '.[embedded]'" in line
+    assert missing_embedded_packages(specs) is None  # torch and transformers are here
+    gpu = [dataclasses.replace(s, framework="nemo2") for s in specs]
+    assert missing_embedded_packages(gpu, modules=("llmbench_no_such_package",)) is None

@@ -11,12 +11,14 @@ computed once (the callers cache by run id), and each callable carries its signa
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from llmbench.attempts import nodes_to_avoid
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS
 from llmbench.runspec import RunSpec
 from llmbench.slurm import slurm_resources
 from llmbench.stage import needs_venv, venv_python
@@ -113,3 +115,26 @@ def run_groups(specs: Iterable[RunSpec]) -> dict[str, list[str]]:
     for spec in specs:
         groups.setdefault(spec.group_id, []).append(spec.run_id)
     return groups
+
+
+EMBEDDED_MODULES = ("torch", "transformers")
+"""What the embedded workload trains with, in llmbench's own Python (pyproject's
+``embedded`` extra)."""
+
+
+def missing_embedded_packages(
+    specs: Iterable[RunSpec], modules: Iterable[str] = EMBEDDED_MODULES
+) -> str | None:
+    """One line naming what to install when a run of the embedded workload would start in
+    this Python without the packages it trains with (a plain ``pip install .``); None when
+    nothing is missing or no such run starts here (a platform's ranks run in its image)."""
+    if not any(s.framework == "torch" and s.launcher not in PLATFORM_LAUNCHERS for s in specs):
+        return None
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (
+        f"the embedded workload (tiny-llama) needs {', '.join(missing)}, not installed in this "
+        "Python; allowed: install llmbench with its `embedded` extra, pip install '.[embedded]' "
+        "(torch==2.13.0, a CPU build)"
+    )

@@ -38,6 +38,9 @@ except ConfigError as err:
 config.update(CONFIG)
 
 RUNS = {spec.run_id: spec for spec in _specs}
+_missing = wiring.missing_embedded_packages(_specs)
+if _missing:  # before any run: a plain `pip install .` has no torch
+    sys.exit(f"llmbench: error: {_missing}")
 # sbatch reads a training job's "all of the node's memory" from here (llmbench.slurm).
 for _name, _value in SBATCH_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
