@@ -426,6 +426,13 @@ def rank0_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
 # --- submit and wait (the real API, through the kubernetes client) ------------------------
 
 
+def pod_log(core: Any, name: str, namespace: str, **options: Any) -> str:
+    """A pod's whole log as text: the raw response body, decoded here (the client's own
+    deserialisation of a log turns bytes into their repr on some versions)."""
+    response = core.read_namespaced_pod_log(name, namespace, _preload_content=False, **options)
+    return response.data.decode("utf-8", "replace")
+
+
 class _Watcher:
     def __init__(self, manifest: dict[str, Any], context: str | None) -> None:
         # the kubernetes client loads slowly: only the submitting job needs it
@@ -468,8 +475,8 @@ class _Watcher:
         from kubernetes.client.rest import ApiException
 
         try:
-            text = self.core.read_namespaced_pod_log(
-                pod["metadata"]["name"], self.namespace, container=_container_name(pod)
+            text = pod_log(
+                self.core, pod["metadata"]["name"], self.namespace, container=_container_name(pod)
             )
         except ApiException:
             return  # not started yet, or gone

@@ -41,6 +41,7 @@ from llmbench.launch.kubernetes import (
     explicit_torchrun,
     node_command,
     parse_pvcs,
+    pod_log,
     spec_json,
     workload_name,
     write_record,
@@ -278,7 +279,7 @@ class _LogCopier:
         if self.core is None or pod is None or not pod.get("namespace"):
             return
         try:
-            text = self.core.read_namespaced_pod_log(pod["name"], pod["namespace"])
+            text = pod_log(self.core, pod["name"], pod["namespace"])
         except ApiException:
             return
         if len(text) > self.chars:
