@@ -32,8 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 SHARED_SWEEP_FILES = (
+    "tests/kubernetes/test_workflow_kubernetes.py",
     "tests/report/test_report_chromium.py",
     "tests/workflow/test_embedded_sweep.py",
+    "tests/workflow/test_telemetry_workflow.py",
 )
 """The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
 

@@ -56,7 +56,7 @@ def test_time_limit_ends_the_run_as_timeout_and_keeps_the_log(tmp_path) -> None:
     # the log's last line when the limit struck (under heavy load the ranks may still be
     # starting then), and the log is kept
     last = record["end_detail"].split("; last log line: ", 1)[1]
-    assert last and last in (attempt_dir / "train.log").read_text()
+    assert last and last[:100] in (attempt_dir / "train.log").read_text()  # cut to one line
     assert attempt_outcome(run_dir, record) == ("timeout", "time_limit")
     assert json.loads((attempt_dir / "run.json").read_text())["ended_by"] == "timeout"
     assert_nothing_left(attempt_dir)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llmbench.runspec import RunSpec
-from llmbench.slurm import job_state, slurm_resources
+from llmbench.slurm import job_state, job_time_min, slurm_resources
 from tests.launch.cases import first_scale_specs
 
 
@@ -27,8 +27,11 @@ def test_gpu_job_has_one_task_per_gpu_through_srun(gpu_type: str) -> None:
     assert res["tasks"] == 0  # falsy: left out, tasks come from nodes x tasks_per_node
     assert res["mpi"] == "srun"
     assert res["gres"] == f"gpu:{spec.gpus_per_node}"
-    assert res["cpus_per_task"] == 1  # threads_per_rank is for CPU ranks only
-    assert res["runtime"] == spec.limits.slurm_time_min > 0
+    # as the reference: no --cpus-per-task (-1: the plugin leaves it out), all node memory,
+    # whole nodes; threads_per_rank is for CPU ranks only
+    assert res["cpus_per_task"] == -1 and res["mem_mb"] == 0
+    assert res["slurm_extra"].endswith("--exclusive")
+    assert res["runtime"] == job_time_min(spec.limits) > spec.limits.time_limit_s / 60
     assert res["slurm_extra"] == "'--reservation=r 1' --exclusive"
 
 
@@ -38,7 +41,7 @@ def test_one_gpu_per_node_asks_for_tasks_without_mpi() -> None:
     res = slurm_resources(spec, {}, threads_per_rank=6)
     # the plugin refuses mpi with one task per node
     assert (res["tasks_per_node"], res["tasks"], res["mpi"]) == (0, spec.gpus, "")
-    assert res["gres"] == "gpu:1" and res["slurm_extra"] == ""
+    assert res["gres"] == "gpu:1" and res["slurm_extra"] == "--exclusive"  # whole nodes
 
 
 @pytest.fixture

@@ -49,6 +49,11 @@ STATUS_COLOURS = {
 }  # fmt: skip
 
 
+def plot_files(out_dir: Path, names: Sequence[str] = FIGURES) -> list[Path]:
+    """The files of figures ``names`` in ``out_dir`` (``plot_group`` writes a subset)."""
+    return [out_dir / f"{name}.{fmt}" for name in names for fmt in FORMATS]
+
+
 def _scale_axis(ax: plt.Axes, scales: Sequence[int], unit: str) -> None:
     ticks = sorted(set(int(s) for s in scales))
     ax.set_xscale("log", base=2)

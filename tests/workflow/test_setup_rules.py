@@ -91,7 +91,7 @@ def test_setup_rules_run_for_real_and_only_once(workdir: Path) -> None:
     assert sorted(calls) == sorted([f"OUT docker://{IMAGE}", f"-a aarch64 OUT docker://{IMAGE}"])
     assert not list((workdir / "results/stage/images").glob(".*partial"))
     marker = (workdir / MARKER).read_text()
-    assert "requirements: requirements.txt sha256=" in marker
+    assert f"requirements: {workdir / 'requirements.txt'} sha256=" in marker  # found in the workdir
     assert any(line.startswith("pip==") for line in marker.splitlines())
     venv_python = workdir / "results/stage/venv/bin/python"
     check = entry_point_file(venv_python)
