@@ -19,12 +19,11 @@ from tests.conftest import missing_prerequisite, tiny_config
 
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
 
-SLURM_CONFIG = tiny_config()
-"""The same experiment config as the local workflow tests: profiles/slurm adds
+SLURM_CONFIG = tiny_config(ranks_per_node=1)  # the 2-rank run spans both fake nodes
+"""The local workflow tests' experiment with one rank per node: profiles/slurm adds
 ``launcher: srun`` (its site.yaml), the test cluster's own site values come below."""
 SLURM_TEST_OVERRIDES = (
     "--config",
-    "ranks_per_node=1",  # the 2-rank run spans both fake nodes
     "master_addr=127.0.0.1",  # the fake nodes' names do not resolve
     "--default-resources",
     "slurm_partition=debug",
