@@ -57,3 +57,22 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     code, out = run_plan(tmp_path, capsys, bad)
     assert code == 2
     assert out.err.count("\n") == 1 and "gpus=12" in out.err
+
+
+def test_site_file_says_where_and_the_experiment_stays_unchanged(tmp_path, capsys) -> None:
+    experiment = {k: v for k, v in CONFIG.items() if k != "container"}
+    site = tmp_path / "site.yaml"
+    site.write_text("container: enroot\nlauncher: srun\n")
+    code, out = run_plan(tmp_path, capsys, experiment, "--format", "json", "--site", str(site))
+    assert code == 0 and out.err == ""
+    assert json.loads(out.out)["summary"]["images"] == ["nvidia/nemo:25.07"]
+    # without the site file the same experiment runs bare: no image to import
+    code, out = run_plan(tmp_path, capsys, experiment, "--format", "json")
+    assert code == 0 and json.loads(out.out)["summary"]["images"] == []
+
+
+def test_a_site_key_in_the_experiment_still_works_with_one_warning_line(tmp_path, capsys) -> None:
+    code, out = run_plan(tmp_path, capsys, CONFIG, "--format", "json")
+    assert code == 0 and json.loads(out.out)["summary"]["images"] == ["nvidia/nemo:25.07"]
+    assert out.err.count("\n") == 1 and out.err.startswith("llmbench: warning: ")
+    assert ": container: where to run belongs" in out.err and "site.yaml" in out.err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -32,7 +32,27 @@ from llmbench.yamlfile import read_yaml_file
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
 # a few times oversubscribed still trains (slowly); more is a typo, not a benchmark.
 LOCAL_RANKS_PER_CORE = 8
+_ABSENT = object()
 REFERENCE_SUFFIXES = (".parquet", ".csv", ".yaml", ".yml")
+# Where to run, not what to measure: these come from the profile (its `configfile:`, e.g.
+# profiles/slurm/site.yaml), so one experiment config runs unchanged on two clusters.
+# In the experiment file itself they still work for this release, with a warning.
+SITE_KEYS = (
+    "launcher",
+    "container",
+    "stage_path",
+    "registry",
+    "master_addr",
+    "slurm",
+    "kubernetes",
+    "runai",
+    "setup.run_on",
+    "setup.partition",
+    "preflight.nodes",
+    "preflight.partition",
+    "history.path",
+    "history.cluster",
+)
 
 
 def _is_integer(_checker: Any, value: Any) -> bool:
@@ -166,14 +186,44 @@ def workflow_config(
     overrides: Mapping[str, Any],
     path: str | Path,
     base_dirs: Sequence[str | Path] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[RunSpec]]:
-    """The workflow's config: ``path`` read as ``llmbench plan`` reads it, with Snakemake's
-    ``--configfile``/``--config`` values (``overrides``) merged over it key by key, as
-    Snakemake's own ``configfile:`` would; then ``check_config``."""
+    """The workflow's config: the experiment file ``path`` (what to measure) with
+    Snakemake's ``--configfile``/``--config`` values (``overrides``: the profile's site
+    file, where to run) merged over it key by key, as Snakemake's own ``configfile:``
+    would; then ``check_config``. Site keys in the experiment file itself go to ``warn``."""
     raw: Any = {}
     if Path(path).exists() or Path(path).is_symlink() or not overrides:
         raw = read_yaml_file(path)
-    return check_config(merge_config(raw, overrides), str(path), base_dirs)
+    checked = check_config(merge_config(raw, overrides), str(path), base_dirs)
+    moved = site_keys_warning(raw, str(path))
+    if moved and warn is not None:  # after the check: a refused config gets one line only
+        warn(moved)
+    return checked
+
+
+def site_keys_in(raw: Any) -> list[str]:
+    """The ``SITE_KEYS`` that ``raw`` (a config mapping as read) sets, dotted."""
+    found = []
+    for key in SITE_KEYS:
+        node = raw
+        for part in key.split("."):
+            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        if node is not _ABSENT:
+            found.append(key)
+    return found
+
+
+def site_keys_warning(raw: Any, source: str) -> str | None:
+    """One line when the experiment config ``raw`` sets site keys (docs/profiles.md)."""
+    keys = site_keys_in(raw)
+    if not keys:
+        return None
+    return (
+        f"{source}: {', '.join(keys)}: where to run belongs in the profile's site file "
+        "(`configfile:` in profiles/<name>/config.yaml, e.g. profiles/slurm/site.yaml; "
+        "docs/profiles.md), not in the experiment config; read from here for this release only"
+    )
 
 
 def merge_config(base: Any, overrides: Mapping[str, Any]) -> Any:

@@ -30,9 +30,9 @@ def run_profile(
     """A copy of profiles/<name> with ``site`` added, run on the default sweep's config."""
     profile = tmp_path / "profile"
     shutil.copytree(REPO / "profiles" / name, profile)
-    platform = yaml.safe_load((profile / "platform.yaml").read_text())
+    platform = yaml.safe_load((profile / "site.yaml").read_text())
     platform[name].update(site)
-    (profile / "platform.yaml").write_text(yaml.safe_dump(platform))
+    (profile / "site.yaml").write_text(yaml.safe_dump(platform))
     standin.scenarios = {TWO: ["evicted", "succeed"]}
     monkeypatch.setenv("KUBECONFIG", str(standin.kubeconfig(tmp_path / "kubeconfig")))
     workdir = tmp_path / "work"

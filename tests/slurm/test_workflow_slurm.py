@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from llmbench.config import site_keys_in
 from tests.conftest import REPO, snakemake, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES, allocations, most_at_once
@@ -31,6 +32,8 @@ def run_sweep(
         *SLURM_TEST_OVERRIDES, *targets, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # the experiment names no site key: the profile alone said where (docs/profiles.md)
+    assert site_keys_in(CONFIG) == [] and "where to run belongs" not in proc.stderr
     jobs = {}
     for record_path in (workdir / "results/runs").glob("*/run.json"):
         jobs[record_path.parent.name] = json.loads(record_path.read_text())["provenance"][

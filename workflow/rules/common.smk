@@ -28,7 +28,12 @@ _BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 try:
     # The Snakefile names no `configfile:`: config.yaml is read here, by the same loader
     # and checks as `llmbench plan`, with --configfile/--config values merged over it.
-    CONFIG, _specs = workflow_config(config, CONFIG_FILE, _BASE_DIRS)
+    CONFIG, _specs = workflow_config(
+        config,
+        CONFIG_FILE,
+        _BASE_DIRS,
+        warn=lambda line: print(f"llmbench: warning: {line}", file=sys.stderr),
+    )
     check_platforms(_specs, source="config")
 except ConfigError as err:
     # One line, no traceback: the message names the key, the bad value and what is allowed.

@@ -7,9 +7,10 @@ import json
 import sys
 
 from llmbench.catalog import published_results
-from llmbench.config import load_config, run_specs
+from llmbench.config import check_config, merge_config, site_keys_warning
 from llmbench.launch.platforms import check_platforms
 from llmbench.plan import plan_summary, plan_table, reference_step_times
+from llmbench.yamlfile import read_yaml_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,12 +20,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
     )
     parser.add_argument("--config", default="config.yaml", help="sweep config (YAML)")
+    parser.add_argument(
+        "--site",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a profile's site file merged over the config, as the profile's `configfile:` "
+        "is (e.g. profiles/slurm/site.yaml); repeatable",
+    )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    specs = run_specs(load_config(args.config))
+    experiment = read_yaml_file(args.config)
+    raw = experiment
+    for site in args.site:
+        raw = merge_config(raw, read_yaml_file(site) or {})
+    specs = check_config(raw, str(args.config))[1]
+    moved = site_keys_warning(experiment, str(args.config))
+    if moved:  # after the check: a refused config gets one line only
+        print(f"llmbench: warning: {moved}", file=sys.stderr)
     check_platforms(specs, source=str(args.config))
     plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
