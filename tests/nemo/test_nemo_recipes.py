@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -156,3 +157,60 @@ def test_the_check_rejects_what_megatron_rejects(checked) -> None:
     _, results, bad_id, _ = checked
     assert not results[bad_id]["ok"]
     assert "tensor_model_parallel_size" in results[bad_id]["error"]
+
+
+STEP_CLOCK_SCRIPT = """
+import csv, sys, time
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from llmbench.entrypoints.lightning_clock import StepClock
+
+class Tiny(LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+    def training_step(self, batch, batch_idx):
+        time.sleep(0.05)  # a step long enough to time
+        return self.layer(batch).sum()
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=4)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+Trainer(max_steps=6, accelerator="cpu", logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, callbacks=[StepClock()]).fit(Tiny())
+"""
+
+
+@pytest.mark.parametrize("telemetry", ["1", ""])
+def test_step_clock_times_each_lightning_step(nemo_python: Path, tmp_path, telemetry) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "LLMBENCH_TELEMETRY": telemetry}
+    proc = subprocess.run(
+        [str(nemo_python), "-c", STEP_CLOCK_SCRIPT], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    clock = tmp_path / "step_clock.csv"
+    if not telemetry:  # no telemetry: no clock
+        assert not clock.exists()
+        return
+    rows = [line.split(",") for line in clock.read_text().splitlines()]
+    assert rows[0] == ["iteration", "start_unix_s", "end_unix_s"]
+    steps = [(int(i), float(a), float(b)) for i, a, b in rows[1:]]
+    assert [i for i, _, _ in steps] == list(range(6))
+    assert all(b - a >= 0.05 for _, a, b in steps), steps
+    assert all(b1 <= a2 for (_, _, b1), (_, a2, _) in itertools.pairwise(steps)), steps
+
+
+def test_recipe_with_telemetry_has_the_step_clock(nemo_python: Path, tmp_path) -> None:
+    spec = next(s for s in catalog_specs() if s.size == "8b" and s.dtype == "bf16")
+    argv = entry_argv(spec, tmp_path, tmp_path / "stage")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "LLMBENCH_TELEMETRY": "1"}
+    module = "llmbench.entrypoints.nemo2"
+    proc = subprocess.run(
+        [str(nemo_python), "-m", module, *argv], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recipe = (tmp_path / f"{spec.run_id}.yaml").read_text()
+    assert "llmbench.entrypoints.lightning_clock.StepClock" in recipe, recipe[-3000:]

@@ -27,6 +27,7 @@ from llmbench.embedded.process_group import GroupHolders, process_group
 from llmbench.embedded.workload import CUDA_GPU_TYPE
 from llmbench.runspec import RunSpec
 from llmbench.stack_dumps import register_stack_dump
+from llmbench.step_clock import open_step_clock, record_step
 
 DATA_POOL_SEQUENCES = 16
 """Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""
@@ -43,8 +44,6 @@ iteration equal to the number of steps strikes after the last step (a run that f
 does not exit)."""
 FAULT_KINDS = ("oom", "exception", "nan", "hang", "slow")
 HANG_LIMIT_S = 600
-TELEMETRY_ENV = "LLMBENCH_TELEMETRY"
-STEP_CLOCK_FILE = "step_clock.csv"
 SLOW_STEP_S = 0.1
 
 
@@ -211,19 +210,10 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
     fault = fault_for(
         spec.run_id, os.environ.get(FAULT_ENV), int(attempt) if attempt.isdigit() else None
     )
-    with step_clock(info.rank) as clock:
+    clock = open_step_clock(info.rank)
+    with clock if clock is not None else contextlib.nullcontext():
         _steps(spec, info, model, optimizer, pool, autocast, fault, clock)
     inject(fault, spec.steps)
-
-
-def step_clock(rank: int) -> typing.TextIO | contextlib.nullcontext[None]:
-    """``step_clock.csv`` in the attempt folder (rank 0, with telemetry): when each step
-    started and ended, in Unix seconds, to align telemetry samples with the window."""
-    if rank != 0 or not os.environ.get(TELEMETRY_ENV):
-        return contextlib.nullcontext()
-    clock = open(STEP_CLOCK_FILE, "w")  # noqa: SIM115 - closed by the caller's with
-    clock.write("iteration,start_unix_s,end_unix_s\n")
-    return clock
 
 
 def _steps(
@@ -270,8 +260,7 @@ def _steps(
             torch.cuda.synchronize(device)
         step_time_s = time.perf_counter() - start
         if clock is not None:
-            clock.write(f"{step},{wall_start:.6f},{wall_start + step_time_s:.6f}\n")
-            clock.flush()
+            record_step(clock, step, wall_start, wall_start + step_time_s)
         if info.rank == 0:
             peak_mem = (
                 torch.cuda.max_memory_allocated(device)

@@ -7,6 +7,7 @@ container with the source mounted, as a file (it then puts that source on sys.pa
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from typing import Any
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
 from llmbench.errors import LaunchError
 from llmbench.runspec import parity_settings as settings
+from llmbench.step_clock import TELEMETRY_ENV
 
 RECIPES = {
     ("llama3.1-nemo", "8b"): "llama31_8b",
@@ -193,6 +195,12 @@ def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
         callbacks = list(recipe.trainer.callbacks or [])
         callbacks.append(run.Config(NsysCallback, start_step=start, end_step=stop))
         recipe.trainer.callbacks = callbacks
+    if os.environ.get(TELEMETRY_ENV):
+        # the step window's energy needs the step clock (docs/telemetry.md); Lightning's
+        # callback, so imported only here, where NeMo (and Lightning) are present
+        from llmbench.entrypoints.lightning_clock import StepClock
+
+        recipe.trainer.callbacks = [*(recipe.trainer.callbacks or []), run.Config(StepClock)]
     if "load_dir" in the_plan.checkpoint:
         recipe.resume = run.Config(
             nl.AutoResume,

@@ -20,11 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.step_clock import STEP_CLOCK_FILE
 from llmbench.telemetry.energy import WindowEnergy, window_energy
 from llmbench.telemetry.frames import read_samples
 from llmbench.telemetry.sampler import DEFAULT_PERIOD_MS, status_path
 
-STEP_CLOCK_FILE = "step_clock.csv"
 SAMPLES_GLOB = "telemetry-*.csv"
 STOP_TIMEOUT_S = 20.0
 
