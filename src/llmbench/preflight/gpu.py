@@ -5,6 +5,11 @@
   pending retired pages, SM clock against its maximum, PCIe link width against its
   maximum. (The link *generation* drops at idle to save power, so only the width is
   judged.)
+- NVLink: ``nvidia-smi nvlink --status``: per GPU a ``GPU <i>: <name> (UUID: ...)`` line,
+  then one ``Link <k>: <speed> GB/s`` line per link (``<inactive>`` for a link that is
+  down). GPUs of one node are judged against each other: fewer active links than the
+  node's best GPU, or a link slower than the node's fastest, is a problem. (Boards wired
+  with fewer links, such as PCIe cards with bridges, are uniform and pass.)
 - DCGM where installed: ``dcgmi diag -r 1`` (the quick run level); a ``Fail`` in its
   report fails the node.
 - Bandwidth: nccl-tests ``all_reduce_perf -b 8 -e <max> -f 2 -g <gpus>`` on the node (one
@@ -44,6 +49,40 @@ NCCL_TESTS_BINARY = "all_reduce_perf"
 
 def health_command() -> list[str]:
     return ["nvidia-smi", f"--query-gpu={','.join(HEALTH_FIELDS)}", "--format=csv"]
+
+
+def nvlink_command() -> list[str]:
+    return ["nvidia-smi", "nvlink", "--status"]
+
+
+_GPU_LINE = re.compile(r"^GPU (\d+):")
+_LINK_LINE = re.compile(r"^\s*Link (\d+):\s*(.+?)\s*$")
+
+
+def parse_nvlink_status(text: str) -> tuple[int, list[str]]:
+    """(links seen, problems) of ``nvidia-smi nvlink --status`` output (see above)."""
+    links: dict[str, list[float]] = {}  # GPU -> speed of each link in GB/s, 0 when down
+    gpu = None
+    for line in text.splitlines():
+        if match := _GPU_LINE.match(line):
+            gpu = f"GPU {match.group(1)}"
+            links[gpu] = []
+        elif gpu is not None and (match := _LINK_LINE.match(line)):
+            speed = value_number(match.group(2).removesuffix("GB/s"))
+            links[gpu].append(0.0 if math.isnan(speed) else speed)
+    seen = sum(len(speeds) for speeds in links.values())
+    if not seen:
+        return 0, []
+    most_active = max(sum(1 for v in speeds if v > 0) for speeds in links.values())
+    fastest = max(max(speeds, default=0.0) for speeds in links.values())
+    problems = []
+    for gpu, speeds in links.items():
+        active = [v for v in speeds if v > 0]
+        if len(active) < most_active:
+            problems.append(f"{gpu}: NVLink {len(active)} of {most_active} links active")
+        if active and min(active) < fastest:
+            problems.append(f"{gpu}: NVLink at {min(active):g} GB/s of {fastest:g}")
+    return seen, problems
 
 
 def dcgm_command() -> list[str]:

@@ -22,8 +22,10 @@ from llmbench.preflight.gpu import (
     health_command,
     nccl_multi_node_command,
     nccl_single_node_command,
+    nvlink_command,
     parse_health_csv,
     parse_nccl_tests,
+    parse_nvlink_status,
 )
 from llmbench.preflight.settings import PreflightSettings
 
@@ -75,10 +77,12 @@ def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
     return "\n".join(
         [
             "#!/usr/bin/env bash",
-            "# llmbench GPU node preflight: health, DCGM, single-node all-reduce bandwidth.",
+            "# llmbench GPU node preflight: health, NVLink, DCGM, one-node all-reduce bandwidth.",
             "set -uo pipefail",
             f"echo '{SECTION}health'",
             join(health_command()),
+            f"echo '{SECTION}nvlink'",
+            f"{join(nvlink_command())} || true",
             f"echo '{SECTION}dcgm'",
             f"if command -v dcgmi >/dev/null; then {join(dcgm_command())}; "
             "else echo 'dcgmi not installed'; fi",
@@ -107,6 +111,10 @@ def gpu_result(node: str, settings: PreflightSettings, output: str) -> dict[str,
     health = parse_health_csv(parts.get("health", "").splitlines(), settings.ranks)
     problems = list(health.problems)
     checks = ["nvidia-smi health"]
+    links, link_problems = parse_nvlink_status(parts.get("nvlink", ""))
+    if links:
+        checks.append("nvidia-smi nvlink --status")
+        problems += link_problems
     dcgm = parts.get("dcgm", "")
     if "dcgmi not installed" not in dcgm:
         checks.append("dcgmi diag -r 1")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# llmbench GPU node preflight: health, DCGM, single-node all-reduce bandwidth.
+# llmbench GPU node preflight: health, NVLink, DCGM, one-node all-reduce bandwidth.
 set -uo pipefail
 echo '### llmbench preflight: health'
 nvidia-smi --query-gpu=index,name,pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,clocks.sm,clocks.max.sm,pcie.link.width.current,pcie.link.width.max --format=csv
+echo '### llmbench preflight: nvlink'
+nvidia-smi nvlink --status || true
 echo '### llmbench preflight: dcgm'
 if command -v dcgmi >/dev/null; then dcgmi diag -r 1; else echo 'dcgmi not installed'; fi
 echo '### llmbench preflight: nccl'
