@@ -4,7 +4,8 @@
 
 The sweep: every catalog recipe row (all workloads, sizes, dtypes, GPU types, scales)
 in every variant, filled up to ``--runs`` with embedded-workload scales; ``launcher:
-srun``, ``container: enroot`` so the DAG holds the image imports and the venv too. The
+srun``, ``container: enroot`` so the DAG holds the image imports and the venv too (the
+embedded scales in entries of at most 100 scales, the schema's bound). The
 baseline: one rule with a wildcard, ``--runs`` outputs, nothing else. Both are timed as
 ``snakemake -n`` from the command line (parse, config validation, DAG, job listing) in
 the same run, one after the other; targets: ratio <= 1.5 and sweep < 60 s.
@@ -29,6 +30,7 @@ from llmbench.launch.variants import VARIANTS
 REPO = Path(__file__).resolve().parents[1]
 MAX_RATIO = 1.5
 MAX_SECONDS = 60.0
+MAX_SCALES = 100  # scales per sweep entry (the config schema's maxItems)
 IMAGES = {
     "llama3.1-nemo": "nvidia/nemo:25.07",
     "nemotron4-nemo": "nvidia/nemo:25.07",
@@ -58,10 +60,9 @@ def sweep_config(runs: int) -> dict:
     catalog_runs = len(run_specs(validate_config(config)))
     missing = max(runs - catalog_runs, 0)
     tiny = {"workload": "tiny-llama", "sizes": ["tiny"], "gpu_type": "cpu"}
-    if missing // 2:  # fp32 and bf16 per scale
-        sweeps.append(
-            {**tiny, "dtypes": ["fp32", "bf16"], "scales": list(range(1, missing // 2 + 1))}
-        )
+    scales = list(range(1, missing // 2 + 1))  # fp32 and bf16 per scale
+    for first in range(0, len(scales), MAX_SCALES):
+        sweeps.append({**tiny, "dtypes": ["fp32", "bf16"], "scales": scales[first:][:MAX_SCALES]})
     if missing % 2:
         sweeps.append({**tiny, "dtypes": ["fp32"], "scales": [missing // 2 + 1]})
     return config

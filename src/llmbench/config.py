@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from llmbench.catalog import load_catalog
+from llmbench.catalog.load import parse_package_yaml
 from llmbench.catalog.parity import built_vocab, resolve_parity
 from llmbench.embedded import workload as tiny
 from llmbench.errors import ConfigError, LaunchError, one_line
@@ -76,7 +76,7 @@ _Validator = jsonschema.validators.extend(
 @cache
 def config_schema() -> dict[str, Any]:
     text = resources.files("llmbench").joinpath("schemas/config.schema.yaml").read_text()
-    return yaml.safe_load(text)
+    return parse_package_yaml(text)
 
 
 def _path(parts: Any) -> str:
@@ -274,7 +274,8 @@ def _check_sweep(
 ) -> None:
 
     runs = {spec.run_id for spec in specs}
-    missing = sorted(s.run_id for s in specs if checkpoint_source(s) not in (None, *runs))
+    sources = {s.run_id: checkpoint_source(s) for s in specs}
+    missing = sorted(run for run, src in sources.items() if src is not None and src not in runs)
     if missing and not os.environ.get("LOAD_CHECKPOINT_PATH"):
         raise ConfigError(
             f"{source}: run {missing[0]} (variant ckpt-load) restores the checkpoint of its "

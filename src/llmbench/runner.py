@@ -34,10 +34,15 @@ def _now() -> str:
 
 
 def attempt_numbers(run_dir: Path) -> list[int]:
+    # one directory listing, no glob: the workflow asks this of every run at DAG time
+    try:
+        names = [entry.name for entry in os.scandir(run_dir)]
+    except OSError:  # no folder yet (a run never started), or not readable
+        return []
     numbers = []
-    for child in run_dir.glob(f"{ATTEMPT_PREFIX}*"):
-        suffix = child.name[len(ATTEMPT_PREFIX) :]
-        if suffix.isdigit():
+    for name in names:
+        suffix = name[len(ATTEMPT_PREFIX) :]
+        if name.startswith(ATTEMPT_PREFIX) and suffix.isdigit():
             numbers.append(int(suffix))
     return sorted(numbers)
 

@@ -165,12 +165,15 @@ def train_resources(run, attempt, preflight_exclude=""):
 
 def get_train_resources(name):
     # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
-    # avoid) and with the preflight gate's verdict, so it stays a callable.
+    # avoid) and with the preflight gate's verdict, so it stays a callable. The others
+    # are the first try's: a dictionary read per job, no file look-up.
     values = {run: train_resources(run, 1)[name] for run in RUNS}
+    if name != "slurm_extra":
+        return wiring.per_run(values, lambda run, attempt: values[run])
     return wiring.per_run(
         values,
         lambda run, attempt: train_resources(run, attempt, preflight_excluded())[name],
-        varies=name == "slurm_extra",
+        varies=True,
     )
 
 

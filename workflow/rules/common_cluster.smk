@@ -14,12 +14,15 @@ PREFLIGHT_EXCLUDE = "results/preflight/exclude.json"
 PREFLIGHT_FABRIC = "results/preflight/fabric.json"
 
 
-def get_preflight_input(wildcards):
-    """Train jobs wait for the gate (a checkpoint: their Slurm resources exclude the
-    nodes it rejected, known only once it ran)."""
+def get_preflight_inputs():
+    """Train jobs wait for the gate: their Slurm resources exclude the nodes it rejected.
+    Its output is named as a file, not through `checkpoints.preflight_gate.get()`: when
+    the gate (a checkpoint) finishes, Snakemake re-creates the jobs that depend on its
+    output, so their resources read its verdict either way, and a dry run does not build
+    every train job twice (benchmarks/dry_run.py)."""
     if not PREFLIGHT.enabled:
         return {}
-    inputs = {"preflight": checkpoints.preflight_gate.get().output.exclude}
+    inputs = {"preflight": PREFLIGHT_EXCLUDE}
     if PREFLIGHT.fabric:  # GPU clusters: the largest allocation's all-reduce too
         inputs["fabric"] = PREFLIGHT_FABRIC
     return inputs

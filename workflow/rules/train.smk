@@ -1,7 +1,7 @@
 rule train:
     input:
         unpack(get_setup_inputs),
-        unpack(get_preflight_input),
+        **get_preflight_inputs(),
     output:
         record="results/runs/{run}/run.json",
         # The log is parsed where it was written, in the same job: one job per run keeps

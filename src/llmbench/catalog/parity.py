@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from llmbench.catalog.load import parse_package_yaml
 from llmbench.errors import ConfigError
 from llmbench.runspec import parity_settings as settings
 
@@ -47,7 +48,7 @@ XLA_COMBINE_BASE_BYTES = 8 * 1073741824
 
 @functools.cache
 def _families() -> dict[str, Any]:
-    raw = yaml.safe_load((Path(__file__).with_name("parity.yaml")).read_text())
+    raw = parse_package_yaml((Path(__file__).with_name("parity.yaml")).read_text())
     families = raw["families"]
     for workload, documents in families.items():
         for document, entry in documents.items():
