@@ -52,6 +52,8 @@ rule aggregate:
         "results/logs/aggregate.log",
     conda:
         "../../envs/llmbench.yaml"
+    # steps.parquet is written on a second thread while the CSV and pages are formatted
+    threads: 2
     params:
         train_tokens=CONFIG["total_tokens"],
         tolerance=get_reference_tolerance(),
