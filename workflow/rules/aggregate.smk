@@ -52,7 +52,7 @@ rule aggregate:
         "results/logs/aggregate.log",
     conda:
         "../../envs/llmbench.yaml"
-    # steps.parquet is written on a second thread while the CSV and pages are formatted
+    # the steps table and its Parquet are built on a second thread (llmbench.tables)
     threads: 2
     params:
         train_tokens=CONFIG["total_tokens"],
