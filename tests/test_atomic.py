@@ -28,21 +28,30 @@ def utc_ms(values: list[int | None]) -> pd.Series:
     ).astype("datetime64[ms, UTC]")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(FLOATS, min_size=1, max_size=6),
     st.lists(st.one_of(st.none(), MILLIS), min_size=1, max_size=6),
     st.lists(st.one_of(st.none(), st.text(max_size=5)), min_size=1, max_size=6),
+    st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), min_size=1, max_size=6),
+    st.lists(st.one_of(st.none(), st.booleans()), min_size=1, max_size=6),
+    st.text(max_size=3),
 )
-def test_csv_text_is_pandas_to_csv(floats, millis, texts) -> None:
-    n = min(len(floats), len(millis), len(texts))
+def test_csv_text_is_pandas_to_csv(floats, millis, texts, ints, flags, name) -> None:
+    n = min(len(floats), len(millis), len(texts), len(ints), len(flags))
     frame = pd.DataFrame({
         "x": pd.Series(floats[:n], dtype="float64"),
         "t": utc_ms(millis[:n]),
         "s": pd.Series(texts[:n], dtype="string"),
         "i": range(n),
+        "n": pd.Series(ints[:n], dtype="Int64"),
+        "b": pd.Series(flags[:n], dtype="boolean"),
+        f"{name}?": [bool(f) for f in flags[:n]],
     })  # fmt: skip
     assert csv_text(frame) == frame.to_csv(index=False)
+    for columns in (["s"], [], ["x", "s"]):  # one column (an empty field is quoted), none
+        assert csv_text(frame[columns]) == frame[columns].to_csv(index=False)
+    assert csv_text(frame.iloc[0:0]) == frame.iloc[0:0].to_csv(index=False)
 
 
 def test_only_midnights_and_only_nulls() -> None:

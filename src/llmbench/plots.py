@@ -193,10 +193,18 @@ TRACE_MAX_RUNS = 100
 TRACE_VECTOR_POINTS = 20_000
 
 
+def _positions(ids: pd.Series, keys: pd.Series) -> np.ndarray:
+    """The position in ``keys`` of each of ``ids`` (the first, where a key repeats), -1
+    where absent: hashed by Arrow, without a Python string per step."""
+    found = pc.index_in(pa.array(ids, pa.large_string()),
+                        value_set=pa.array(keys, pa.large_string()))  # fmt: skip
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def _trace_lines(order: pd.DataFrame, steps: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray]:
     """(iteration, step time) of each run of ``order`` that has steps, in ``order``'s order,
     and each line's position in ``order``: one sort, not one selection per run."""
-    rank = pd.Index(order["run_id"]).get_indexer(steps["run_id"])
+    rank = _positions(steps["run_id"], order["run_id"])
     keep = np.flatnonzero(rank >= 0)
     keep = keep[np.argsort(rank[keep], kind="stable")]  # each run's steps together, in order
     rank = rank[keep]
@@ -224,7 +232,7 @@ def _draw_runs(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
 def _draw_bands(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
     """Median and min-max of step time per iteration of each (dtype, scale)."""
     colours = plt.get_cmap("tab10")
-    rank = pd.Index(order["run_id"]).get_indexer(steps["run_id"])
+    rank = _positions(steps["run_id"], order["run_id"])
     keep = rank >= 0
     # ``order`` is sorted by dtype and scale, so configuration codes follow that order
     codes, labels = pd.factorize(order["dtype"].astype(str) + " x" + order["gpus"].astype(str))
@@ -328,7 +336,7 @@ def plot_group(
         if "reference_step_time_s" in ok.columns and ok["reference_step_time_s"].notna().any():
             written += _save(_reference_figure(ok, title, unit), out_dir, "reference")
     if steps is not None and not steps.empty:
-        traced = steps[steps["run_id"].isin(runs["run_id"])]
+        traced = steps[_positions(steps["run_id"], runs["run_id"]) >= 0]
         if not traced.empty:
             written += _save(_trace_figure(runs, traced, title), out_dir, "step_trace")
     written += _save(_status_figure(runs, title, unit), out_dir, "status")
@@ -355,7 +363,7 @@ def read_group(
     group's workloads, sizes and GPU types are read."""
     wanted = pa.array(list(run_ids), pa.string())  # typed: an empty list has no type
     runs = pd.read_parquet(runs_path, columns=list(RUN_COLUMNS), filters=[("run_id", "in", wanted)])
-    values = {key: set(runs[key].astype(str)) for key in _GROUP_KEYS}
+    values = {key: {str(v) for v in runs[key].unique().tolist()} for key in _GROUP_KEYS}
     return runs, _read_steps(steps_path, wanted, values)
 
 

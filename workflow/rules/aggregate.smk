@@ -52,6 +52,8 @@ rule aggregate:
         "results/logs/aggregate.log",
     conda:
         "../../envs/llmbench.yaml"
+    # the steps table and its Parquet are built on a second thread (llmbench.tables)
+    threads: 2
     params:
         train_tokens=CONFIG["total_tokens"],
         tolerance=get_reference_tolerance(),
