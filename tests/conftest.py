@@ -40,13 +40,35 @@ SHARED_SWEEP_FILES = (
 """The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
 
 
+SCOPE_DIRS = ("tests/slurm/", "tests/nemo/")
+"""Folders whose tests share a session fixture: the local Slurm cluster (one at a time,
+mostly waiting on the scheduler) and the NeMo venv (built once; two workers building it
+into one folder at once would spoil it)."""
+
+LONGEST_SCOPES = (
+    "slurm",
+    "tests/nemo/",
+    "sweep",
+    "tests/workflow/test_history_sweeps.py",
+    "tests/test_run_limits.py",
+    "tests/parsers/test_parse_properties.py",
+)
+"""The groups that take longest in CI, longest first (``--durations``): queued before the
+rest, so that no long group starts last and keeps one worker busy after the other is done.
+The Slurm suite comes first: it runs on one worker while the other takes the CPU-bound
+groups (kept true by tests/test_prerequisites.py)."""
+
+
 def xdist_scope(nodeid: str) -> str:
-    """The group of tests one pytest-xdist worker runs (CI): the Slurm suite (one local
-    cluster at a time, mostly waiting on the scheduler); the users of the shared sweep
-    (it runs once); else one test file (its module fixtures are built once)."""
+    """The group of tests one pytest-xdist worker runs (CI): the Slurm suite; the NeMo
+    tests (``SCOPE_DIRS``); the users of the shared sweep (it runs once); else one test
+    file (its module fixtures are built once)."""
     path = nodeid.split("::")[0]
     if path.startswith("tests/slurm/"):
         return "slurm"
+    for folder in SCOPE_DIRS:
+        if path.startswith(folder):
+            return folder
     return "sweep" if path in SHARED_SWEEP_FILES else path
 
 
@@ -62,15 +84,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
 
-    config.option.loadscopereorder = False  # collection order: the Slurm suite first
+    config.option.loadscopereorder = False  # collection order: the longest groups first
     return ScopeScheduling(config, log)
 
 
+def queue_rank(nodeid: str) -> int:
+    """Where a test's group goes in the xdist queue: ``LONGEST_SCOPES`` in their order,
+    then every other group in collection order."""
+    scope = xdist_scope(nodeid)
+    return LONGEST_SCOPES.index(scope) if scope in LONGEST_SCOPES else len(LONGEST_SCOPES)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist the Slurm suite is queued first, so that it runs alongside the
-    CPU-bound tests instead of after them."""
+    """Under xdist the longest groups are queued first, the Slurm suite before all, so
+    that it runs alongside the CPU-bound tests instead of after them."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: item.get_closest_marker("slurm") is None)  # stable
+        items.sort(key=lambda item: queue_rank(item.nodeid))  # stable
 
 
 @pytest.hookimpl(tryfirst=True)
