@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmbench.report_tables import (
     RUNS_HTML_COLUMNS,
@@ -15,6 +17,7 @@ from llmbench.report_tables import (
     profiles_html,
     references_html,
     runs_html,
+    table_html,
 )
 from tests.sweep_tables import nemo_8b, sweep_tables
 
@@ -63,3 +66,32 @@ def test_reference_failure_and_profile_pages_select_their_rows() -> None:
     assert "<table" not in failures_html(none_failed) and "every run succeeded" in failures_html(
         none_failed
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from("a&<>\"' ;#x\u00e9"))),
+             min_size=1, max_size=8),
+    st.lists(st.one_of(st.none(), st.floats(), st.sampled_from([0.0, -0.0, 1e6])), min_size=1,
+             max_size=8),
+)  # fmt: skip
+def test_cells_are_the_escaped_text_and_the_formatted_number(texts, numbers) -> None:
+    n = min(len(texts), len(numbers))
+    frame = pd.DataFrame({
+        "status": pd.Series(texts[:n], dtype="string"),
+        "reason": pd.Series(texts[:n], dtype="string"),
+        "mfu": pd.Series(numbers[:n], dtype="float64"),
+        "gpus": pd.Series(numbers[:n], dtype="float64"),
+    })  # fmt: skip
+    page = table_html(frame, ("reason", "mfu", "gpus"), "t", "i")
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    expected = "".join(
+        f'<tr class="{esc(t)}"><td>{esc(t)}</td><td>{"" if x is None or x != x else f"{x:.2%}"}'
+        f"</td><td>{'' if x is None or x != x else str(x)}</td></tr>"
+        for t, x in zip(texts[:n], numbers[:n], strict=True)
+    )
+    assert body == expected
+
+
+def esc(text: str | None) -> str:
+    return "" if text is None else html.escape(text)

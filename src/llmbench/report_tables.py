@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 RUNS_HTML_COLUMNS = (
     "run_id",
@@ -108,32 +112,51 @@ def _cell(column: str, value: object) -> str:
     return html.escape(fmt.format(value) if fmt else str(value))
 
 
-def _cells(column: str, values: pd.Series) -> list[str]:
-    """``_cell`` of every value of one column. Floats are formatted one by one (a number
-    needs no escaping); other columns repeat few values, each formatted once."""
-    if values.dtype == "float64":
+def _cells(column: str, values: pd.Series) -> pa.Array:
+    """``_cell`` of every value of one column (an Arrow string array), each distinct value
+    formatted once; strings escaped by Arrow (as ``html.escape``: ``&`` first)."""
+    if values.dtype == "float64":  # a number needs no escaping; -0.0 is not 0.0
         fmt = _FORMATS.get(column, "{}")
-        return ["" if v != v else fmt.format(v) for v in values.tolist()]
+        codes, uniques = pd.factorize(values.to_numpy().view(np.int64))
+        floats = uniques.view(np.float64).tolist()
+        return pa.array(["" if v != v else fmt.format(v) for v in floats], pa.string()).take(
+            pa.array(codes)
+        )
+    if isinstance(values.dtype, pd.StringDtype) and column not in _FORMATS:
+        text = pc.fill_null(pa.array(values, pa.large_string()), "")
+        for char, entity in _ENTITIES:
+            text = pc.replace_substring(text, char, entity)
+        return text.cast(pa.string())
     if values.dtype == object:  # mixed types: 1 and True would share a code
-        return [_cell(column, v) for v in values.tolist()]
+        return pa.array([_cell(column, v) for v in values.tolist()], pa.string())
     codes, uniques = pd.factorize(values)  # nulls get code -1: the "" appended last
-    texts = [*(_cell(column, v) for v in uniques.tolist()), ""]
-    return [texts[c] for c in codes.tolist()]
+    texts = pa.array([*(_cell(column, v) for v in uniques.tolist()), ""], pa.string())
+    return texts.take(pa.array(np.where(codes < 0, len(uniques), codes)))
 
 
-def _rows(frame: pd.DataFrame, columns: list[str], classes: list[str]) -> str:
-    """``<tr class=...><td>...</td>...</tr>`` for every row, built column by column."""
-    cells = [[f"<td>{t}</td>" for t in _cells(c, frame[c])] for c in columns]
-    return "".join(
-        f'<tr class="{cls}">{"".join(row)}</tr>' for cls, *row in zip(classes, *cells, strict=True)
-    )
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#x27;"))
+"""What ``html.escape`` replaces, in its order."""
+
+
+def _rows(frame: pd.DataFrame, columns: list[str], classes: pa.Array) -> str:
+    """``<tr class=...><td>...</td>...</tr>`` for every row, built column by column: the
+    cells' texts per column, then every row's markup joined by Arrow."""
+    if not len(frame):
+        return ""
+    parts: list[Any] = ['<tr class="', classes, '">']
+    for column in columns:
+        parts += ["<td>", _cells(column, frame[column]), "</td>"]
+    rows = pc.binary_join_element_wise(*parts, "</tr>", "")
+    return "".join(rows.to_pylist())
 
 
 def runs_html(runs: pd.DataFrame, title: str = "llmbench runs") -> str:
     """A standalone HTML page with one row per run; failed rows are shaded."""
     cols = [c for c in RUNS_HTML_COLUMNS if c in runs.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    classes = [html.escape(str(v)) for v in runs["status"].tolist()]
+    codes, uniques = pd.factorize(runs["status"], use_na_sentinel=False)
+    classes = pa.array([html.escape(str(v)) for v in uniques.tolist()], pa.string())
+    classes = classes.take(pa.array(codes))
     return html_page(
         title,
         f"<p>{len(runs)} runs; step time is the mean over the averaging window; "
@@ -155,7 +178,9 @@ def table_html(
     cols = [c for c in columns if c in frame.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     classes = (
-        _cells(row_class, frame[row_class]) if row_class in frame.columns else [""] * len(frame)
+        _cells(row_class, frame[row_class])
+        if row_class in frame.columns
+        else pa.array([""] * len(frame), pa.string())
     )
     table = (
         f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(frame, cols, classes)}</tbody></table>"
