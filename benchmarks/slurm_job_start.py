@@ -16,14 +16,20 @@ Each job's seconds are also split at its steps: the batch script's Snakemake up 
 log header), the job handed to the jobstep executor, the second Snakemake that executor
 starts up, the rule started (these four from the job's Slurm log, whole seconds), the train
 script in its attempt folder (``job.json``) and the ranks launched (``run.json``).
+
+The floor: three jobs of a one-rule Snakefile whose script only notes the time, with the
+training rule's resource names, through the same profile on the same cluster: what
+Snakemake, the executor plugin and Slurm take before any of llmbench's code runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from datetime import datetime
@@ -85,6 +91,57 @@ def in_allocation_s(cluster: Path, workdir: Path, runs: int) -> dict[str, dict[s
     return seconds
 
 
+FLOOR_SNAKEFILE = """
+rule floor:
+    output:
+        "floor/{job}.json",
+    log:
+        "logs/floor/{job}.log",
+    resources:
+        # the training rule's names and a one-rank run's values (llmbench.slurm): with
+        # `mpi` the jobstep executor starts the job's Snakemake as it does for training
+        nodes=1,
+        tasks=1,
+        cpus_per_task=1,
+        mpi="",
+        mem_mb_per_cpu=1000,
+    script:
+        "floor.py"
+"""
+FLOOR_SCRIPT = """
+import json, os
+from datetime import datetime, timezone
+
+started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+with open(snakemake.output[0], "w") as out:
+    json.dump({"started_at": started, "slurm_job_id": os.environ["SLURM_JOB_ID"]}, out)
+"""
+
+
+def floor_s(cluster: Path, workdir: Path) -> list[float]:
+    """Seconds from the allocation to the floor rule's script, per job (three at once)."""
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(FLOOR_SNAKEFILE)
+    (workdir / "floor.py").write_text(FLOOR_SCRIPT)
+    outputs = [f"floor/{job}.json" for job in range(len(TARGETS))]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(workdir / "Snakefile"),
+         "--directory", str(workdir), "--profile", str(REPO / "profiles/slurm"),
+         *SLURM_TEST_OVERRIDES, *outputs],
+        cwd=workdir, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )  # fmt: skip
+    if proc.returncode != 0:
+        sys.exit(f"floor jobs failed:\n{proc.stderr[-4000:]}")
+    held = allocations(cluster)
+    seconds = []
+    for output in outputs:
+        noted = json.loads((workdir / output).read_text())
+        allocated, _ = held[noted["slurm_job_id"]]
+        seconds.append((_local(noted["started_at"]) - allocated).total_seconds())
+    return seconds
+
+
 # Snakemake's log: a header per process ("Date:", when its workflow is made, before the
 # Snakefile is read), then a stamp per job it starts; whole seconds, local time.
 HEADER = re.compile(r"^\s*Date: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$", re.M)
@@ -122,6 +179,7 @@ def main() -> None:
     with local_cluster() as cluster, tempfile.TemporaryDirectory() as tmp:
         # the baseline first: the big sweep then finds the cluster warm too
         small = in_allocation_s(cluster, Path(tmp) / "small", BASELINE_RUNS)
+        floor = floor_s(cluster, Path(tmp) / "floor")
         big = in_allocation_s(cluster, Path(tmp) / "big", args.runs)
     big_s = {run: steps["total"] for run, steps in big.items()}
     small_s = {run: steps["total"] for run, steps in small.items()}
@@ -134,6 +192,7 @@ def main() -> None:
         "baseline_steps_s": small,
         "max_s": max(big_s.values()),
         "ratio_mean_vs_baseline": ratio,
+        "floor_s": floor,
         "target_s": TARGET_S,
     }
     for run, s in big_s.items():
@@ -141,6 +200,8 @@ def main() -> None:
               f"({small_s[run]:.2f} s with {BASELINE_RUNS} runs)")  # fmt: skip
         for name, steps in ((f"{args.runs} runs", big[run]), (f"{BASELINE_RUNS} runs", small[run])):
             print(f"  {name}: " + ", ".join(f"{step} {t:.1f}" for step, t in steps.items()))
+    print("floor (Snakemake, executor plugin, Slurm; no llmbench code): "
+          + ", ".join(f"{s:.2f}" for s in floor) + " s")  # fmt: skip
     print(f"max {result['max_s']:.2f} s (target <= {TARGET_S} s); mean ratio "
           f"{args.runs} runs / {BASELINE_RUNS} runs: {ratio:.2f}")  # fmt: skip
     if args.json:
