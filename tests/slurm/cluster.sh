@@ -235,6 +235,36 @@ drain_jobs() {
     echo "cluster.sh: jobs still listed after 30 s; stopping anyway" >&2
 }
 
+# Job processes of this cluster that outlived their job: proctrack/linuxproc follows only
+# parent links, so a job process that lost its parent (e.g. Snakemake stuck in its own
+# signal handler after scancel) is not ended with the job as a cgroup would end it. They
+# are found by the SLURM_CONF of this cluster in their environment (the daemons too, so
+# this runs once they are stopped): TERM, then KILL.
+end_job_leftovers() {
+    local dir=$1 marker="SLURM_CONF=$1/etc/slurm.conf" env pid i
+    local -a found=()
+    for env in /proc/[0-9]*/environ; do
+        pid=${env#/proc/}
+        pid=${pid%/environ}
+        [[ "$pid" != "$$" ]] || continue
+        if { tr '\0' '\n' <"$env"; } 2>/dev/null | grep -qxF "$marker"; then
+            found+=("$pid")
+        fi
+    done
+    ((${#found[@]})) || return 0
+    echo "cluster.sh: ending ${#found[@]} job process(es) left by their jobs: ${found[*]}" >&2
+    kill -TERM "${found[@]}" 2>/dev/null || true
+    for i in $(seq 1 25); do
+        for pid in "${found[@]}"; do
+            [[ -d /proc/$pid ]] && [[ "$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null)" != Z ]] && break
+            pid=""
+        done
+        [[ -z "$pid" ]] && return 0
+        sleep 0.2
+    done
+    kill -KILL "${found[@]}" 2>/dev/null || true
+}
+
 do_stop() {
     local dir=${1:-$(cluster_dir)} pid name
     [[ -n "$dir" ]] || die "no cluster dir: set LLMBENCH_SLURM_DIR"
@@ -247,6 +277,8 @@ do_stop() {
         done
         : >"$dir/run/pids"
     fi
+    # After the daemons: they carry the same SLURM_CONF.
+    end_job_leftovers "$dir"
     unlink_etc_conf "$dir"
     echo "cluster.sh: stopped ($dir)"
 }
