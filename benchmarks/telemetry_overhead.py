@@ -28,6 +28,7 @@ fraction of one core.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
 import os
@@ -109,15 +110,14 @@ def classify_steps(clock, switches: list, first: int) -> tuple[list[float], list
     """(sampled, paused) step times of iterations >= ``first`` that lie within one block."""
     sampled, paused = [], []
     edges = [t for t, _ in switches]
-    states = [r for _, r in switches]
     for row in clock.itertuples():
-        if row.iteration < first:
-            continue
-        before = [i for i, t in enumerate(edges) if t <= row.start_unix_s]
-        if not before or any(row.start_unix_s < t < row.end_unix_s for t in edges):
-            continue  # before the first switch (start-up) or straddling one
+        block = bisect.bisect_right(edges, row.start_unix_s)  # switches at or before the start
+        if row.iteration < first or block == 0:
+            continue  # start-up, or before the first switch
+        if block < len(edges) and edges[block] < row.end_unix_s:
+            continue  # straddles the next switch
         seconds = row.end_unix_s - row.start_unix_s
-        (sampled if states[before[-1]] else paused).append(seconds)
+        (sampled if switches[block - 1][1] else paused).append(seconds)
     return sampled, paused
 
 
@@ -134,9 +134,7 @@ def toggle_method(spec, settings: TelemetrySettings, block_s: float, tmp: str) -
     summary = parse_log(folder / record["log"]).summary
     if summary.status != "success":
         raise SystemExit(f"run failed: {summary.status} {summary.reason}")
-    clock = read_step_clock(folder / record.get("attempt_dir", "."))
-    if clock.empty:
-        clock = read_step_clock(folder)
+    clock = read_step_clock(folder / record["attempt_dir"])
     sampled, paused = classify_steps(clock, switches, first=spec.window[0])
     if len(sampled) < 20 or len(paused) < 20:
         raise SystemExit(f"too few classed steps: {len(sampled)} sampled, {len(paused)} paused")

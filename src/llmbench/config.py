@@ -195,8 +195,20 @@ def workflow_config(
     raw: Any = {}
     if Path(path).exists() or Path(path).is_symlink() or not overrides:
         raw = read_yaml_file(path)
-    checked = check_config(merge_config(raw, overrides), str(path), base_dirs)
-    moved = site_keys_warning(raw, str(path))
+    return check_experiment(raw, overrides, str(path), base_dirs, warn)
+
+
+def check_experiment(
+    experiment: Any,
+    site: Mapping[str, Any],
+    source: str,
+    base_dirs: Sequence[str | Path] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], list[RunSpec]]:
+    """``check_config`` of an experiment with the site values merged over it; site keys
+    in the experiment itself go to ``warn`` (``workflow_config`` and ``llmbench plan``)."""
+    checked = check_config(merge_config(experiment, site), source, base_dirs)
+    moved = site_keys_warning(experiment, source)
     if moved and warn is not None:  # after the check: a refused config gets one line only
         warn(moved)
     return checked

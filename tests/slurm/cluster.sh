@@ -255,14 +255,15 @@ end_job_leftovers() {
     echo "cluster.sh: ending ${#found[@]} job process(es) left by their jobs: ${found[*]}" >&2
     kill -TERM "${found[@]}" 2>/dev/null || true
     for i in $(seq 1 25); do
+        local -a left=()
         for pid in "${found[@]}"; do
-            [[ -d /proc/$pid ]] && [[ "$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null)" != Z ]] && break
-            pid=""
+            # gone, or a zombie (PID 1 here may not reap): ended
+            [[ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null || echo Z)" == Z ]] || left+=("$pid")
         done
-        [[ -z "$pid" ]] && return 0
+        ((${#left[@]})) || return 0
         sleep 0.2
     done
-    kill -KILL "${found[@]}" 2>/dev/null || true
+    kill -KILL "${left[@]}" 2>/dev/null || true
 }
 
 do_stop() {

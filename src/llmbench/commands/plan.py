@@ -7,7 +7,7 @@ import json
 import sys
 
 from llmbench.catalog import published_results
-from llmbench.config import check_config, merge_config, site_keys_warning
+from llmbench.config import check_experiment, merge_config
 from llmbench.launch.platforms import check_platforms
 from llmbench.plan import plan_summary, plan_table, reference_step_times
 from llmbench.yamlfile import read_yaml_file
@@ -33,14 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    experiment = read_yaml_file(args.config)
-    raw = experiment
-    for site in args.site:
-        raw = merge_config(raw, read_yaml_file(site) or {})
-    specs = check_config(raw, str(args.config))[1]
-    moved = site_keys_warning(experiment, str(args.config))
-    if moved:  # after the check: a refused config gets one line only
-        print(f"llmbench: warning: {moved}", file=sys.stderr)
+    site: dict = {}
+    for path in args.site:
+        site = merge_config(site, read_yaml_file(path) or {})
+    warn = lambda line: print(f"llmbench: warning: {line}", file=sys.stderr)  # noqa: E731
+    specs = check_experiment(read_yaml_file(args.config), site, str(args.config), warn=warn)[1]
     check_platforms(specs, source=str(args.config))
     plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
