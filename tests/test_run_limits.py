@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,6 +114,20 @@ def test_a_hang_is_retried_at_once_and_the_retry_is_not_counted(tmp_path) -> Non
     (run_dir / "run.json").write_text(json.dumps(record))
     assert retry_token(run_dir, keep_failed=False) == 0  # nothing left to redo
     assert_nothing_left(run_dir / "attempt-1")
+
+
+def test_launch_env_names_the_interpreter_and_goes_first_on_the_path(tmp_path, monkeypatch):
+    """A framework run's ``env`` names the stage venv's interpreter and this checkout's
+    source: the ranks run that interpreter, with that source before the job's own path."""
+    seen = tmp_path / "seen.txt"
+    python = tmp_path / "venv-python"
+    python.write_text(f'#!/bin/bash\necho "$PYTHONPATH" >> {seen}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", "/job/own")
+    env = {"LLMBENCH_PYTHON": str(python), "PYTHONPATH": str(Path("src").resolve())}
+    record = run_attempt(spec(RunLimits(300, 300, 60), 1), tmp_path / "run", env=env)
+    assert record["exit_code"] == 0
+    assert seen.read_text().splitlines()[0] == f"{Path('src').resolve()}:/job/own"
 
 
 @pytest.mark.parametrize("ranks", [1, 2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 from llmbench.config import run_specs, validate_and_expand, validate_config
@@ -83,6 +84,17 @@ def test_labels_groups_files_and_environment(tmp_path) -> None:
     env = launch_env(SPECS[-1], str(tmp_path / "stage"), "10.0.0.1")
     assert env["LLMBENCH_STAGE_PATH"] == str((tmp_path / "stage").resolve())
     assert env["LLMBENCH_MASTER_ADDR"] == "10.0.0.1" and "LLMBENCH_PYTHON" in env
+
+
+def test_a_venv_run_without_container_imports_this_checkouts_source(tmp_path) -> None:
+    nemo = SPECS[-1]
+    bare = launch_env(dataclasses.replace(nemo, container="none"), str(tmp_path), None)
+    assert Path(bare["PYTHONPATH"], "llmbench", "wiring.py").is_file()
+    # In a container the image's PYTHONPATH stays its own; the embedded run needs no venv.
+    assert "PYTHONPATH" not in launch_env(
+        dataclasses.replace(nemo, container="enroot"), str(tmp_path), None
+    )
+    assert "PYTHONPATH" not in launch_env(SPECS[0], str(tmp_path), None)
 
 
 def test_a_missing_training_package_is_named_before_any_run() -> None:

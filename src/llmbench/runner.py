@@ -95,13 +95,15 @@ def run_attempt(
     launch.chmod(0o755)
     for name, text in platform_files(spec, number).items():
         (attempt_dir / name).write_text(text)
-    launch_env = dict(
-        os.environ,
+    launch_env = {
+        **os.environ,
+        "LLMBENCH_PYTHON": sys.executable,  # the stage venv's, when ``env`` names it
         **(env or {}),
-        LLMBENCH_PYTHON=sys.executable,
-        LLMBENCH_ATTEMPT=str(number),
-        PYTHONUNBUFFERED="1",
-    )
+        "LLMBENCH_ATTEMPT": str(number),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if env and "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
+        launch_env["PYTHONPATH"] = f"{env['PYTHONPATH']}{os.pathsep}{os.environ['PYTHONPATH']}"
     if telemetry is not None and telemetry.enabled:
         # The trainer writes its step clock; a launch script's own samplers read the rest.
         launch_env.update(

@@ -22,6 +22,7 @@ from llmbench.launch.platforms import PLATFORM_LAUNCHERS
 from llmbench.runspec import RunSpec
 from llmbench.slurm import slurm_resources
 from llmbench.stage import needs_venv, venv_python
+from llmbench.venv import source_root
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,10 +78,15 @@ def _absolute(path: str) -> str:
 
 
 def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, str]:
-    """Launch settings the run's ``launch.sh`` reads from its environment."""
+    """Launch settings the run's ``launch.sh`` reads from its environment (a
+    ``PYTHONPATH`` here goes before the job's own: ``llmbench.runner``)."""
     env = {"LLMBENCH_STAGE_PATH": _absolute(stage)}
     if needs_venv(spec):
         env["LLMBENCH_PYTHON"] = _absolute(venv_python(stage))
+        if spec.container == "none":
+            # The stage venv's .pth names the checkout that built it, which may since have
+            # moved or be another user's: the entry point imports this workflow's source.
+            env["PYTHONPATH"] = str(source_root())
     if master_addr:
         env["LLMBENCH_MASTER_ADDR"] = master_addr
     return env

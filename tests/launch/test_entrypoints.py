@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from llmbench.entrypoints import maxtext, megatron_bridge, nemo2
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args
 from llmbench.errors import LaunchError
+from llmbench.launch.entry import FROM_SOURCE
 from tests.launch.cases import first_scale_specs
 
 SPECS = {s.workload: s for s in first_scale_specs() if s.variant == "perf"}
@@ -88,17 +90,27 @@ def test_parse_args_reads_the_spec(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["nemo2", "megatron_bridge", "maxtext"])
-def test_entry_point_runs_as_a_file_and_needs_no_framework_to_load(name: str) -> None:
-    """As in the container: ``python3 <src>/llmbench/entrypoints/<name>.py --help``."""
-    src = Path(nemo2.__file__).resolve().parent / f"{name}.py"
+def test_entry_point_runs_from_an_uninstalled_source_tree(name: str, tmp_path) -> None:
+    """As in the container: ``python3 <src>/llmbench/entrypoints/from_source.py
+    llmbench.entrypoints.<name> --help``, from a copy of the source that nothing installed."""
+    src = tmp_path / "mount"
+    shutil.copytree(Path(nemo2.__file__).resolve().parents[1], src / "llmbench")
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(src), "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+        [sys.executable, "-I", "-S", str(src / FROM_SOURCE), f"llmbench.entrypoints.{name}",
+         "--help"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
     # -I -S: no PYTHONPATH, no site-packages (no editable install): the file must find
     # its own source tree, as in a container.
     # Arguments are parsed before any framework import, so --help works without one.
     assert proc.returncode == 0, proc.stderr
     assert "--profile-steps" in proc.stdout
+
+
+def test_from_source_names_what_it_runs(tmp_path) -> None:
+    from_source = Path(nemo2.__file__).resolve().parents[2] / FROM_SOURCE
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", str(from_source), "os"], capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "llmbench.entrypoints.<name>" in proc.stderr and "\n" not in proc.stderr.strip()

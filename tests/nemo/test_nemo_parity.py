@@ -19,7 +19,11 @@ import pytest
 from llmbench.aggregate import model_flops
 from llmbench.catalog import load_catalog
 from llmbench.flops import ModelShape, model_flops_per_sample
-from tests.nemo.test_nemo_recipes import catalog_specs, nemo_python  # noqa: F401 (fixture)
+from tests.nemo.test_nemo_recipes import (  # noqa: F401 (nemo_python: a fixture)
+    catalog_specs,
+    nemo_env,
+    nemo_python,
+)
 
 pytestmark = pytest.mark.nemo
 
@@ -62,7 +66,7 @@ def compared(nemo_python, tmp_path_factory):  # noqa: F811
     out = folder / "results.jsonl"
     proc = subprocess.run(
         [str(nemo_python), str(SCRIPT), str(folder / "cases.json"), str(out)],
-        capture_output=True, text=True, timeout=3000, check=False,
+        env=nemo_env(), capture_output=True, text=True, timeout=3000, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(line) for line in out.read_text().splitlines()]

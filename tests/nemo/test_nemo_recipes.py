@@ -48,6 +48,12 @@ def nemo_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin" / "python"
 
 
+def nemo_env(**extra: str) -> dict[str, str]:
+    """The environment the workflow gives a venv run (``wiring.launch_env``): this
+    checkout's source first, whatever checkout the cached venv's ``.pth`` names."""
+    return {**os.environ, "PYTHONPATH": str(REPO / "src"), **extra}
+
+
 def catalog_specs() -> list[RunSpec]:
     """One perf run per NeMo 2 catalog row (every size, dtype, GPU type, scale, scaling)."""
     catalog = load_catalog()
@@ -84,6 +90,7 @@ def run_checker(python: Path, cases: list[list[str]], folder: Path) -> dict[str,
     cases_file.write_text(json.dumps(cases))
     proc = subprocess.run(
         [str(python), str(CHECKER), str(cases_file), str(results_file)],
+        env=nemo_env(),
         capture_output=True,
         text=True,
         timeout=1800,
@@ -184,7 +191,7 @@ Trainer(max_steps=6, accelerator="cpu", logger=False, enable_checkpointing=False
 
 @pytest.mark.parametrize("telemetry", ["1", ""])
 def test_step_clock_times_each_lightning_step(nemo_python: Path, tmp_path, telemetry) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "LLMBENCH_TELEMETRY": telemetry}
+    env = nemo_env(LLMBENCH_TELEMETRY=telemetry)
     proc = subprocess.run(
         [str(nemo_python), "-c", STEP_CLOCK_SCRIPT], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=600,
@@ -205,7 +212,7 @@ def test_step_clock_times_each_lightning_step(nemo_python: Path, tmp_path, telem
 def test_recipe_with_telemetry_has_the_step_clock(nemo_python: Path, tmp_path) -> None:
     spec = next(s for s in catalog_specs() if s.size == "8b" and s.dtype == "bf16")
     argv = entry_argv(spec, tmp_path, tmp_path / "stage")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "LLMBENCH_TELEMETRY": "1"}
+    env = nemo_env(LLMBENCH_TELEMETRY="1")
     module = "llmbench.entrypoints.nemo2"
     proc = subprocess.run(
         [str(nemo_python), "-m", module, *argv], cwd=tmp_path, env=env,

@@ -7,14 +7,10 @@ import os
 import runpy
 import subprocess
 import sys
-from pathlib import Path
-
-if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, parse_args, pick

@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
-
-if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from collections.abc import Sequence
 from typing import Any
 

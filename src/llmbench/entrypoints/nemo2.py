@@ -1,21 +1,16 @@
 """NeMo 2 entry point: build the NeMo recipe for the spec and train in this process.
 
 Run as ``python -m llmbench.entrypoints.nemo2 --spec run_spec.json`` or, inside a
-container with the source mounted, as a file (it then puts that source on sys.path).
+container with the source mounted, through ``from_source.py``.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import sys
-from pathlib import Path
-
-if __name__ == "__main__" and not __package__:  # run as a file from a mounted source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick

@@ -18,6 +18,8 @@ ENTRY_MODULES = {
 
 CONTAINER_SRC = "/opt/llmbench/src"
 """Where the host's llmbench source is mounted inside a container (read-only)."""
+FROM_SOURCE = "llmbench/entrypoints/from_source.py"
+"""Runs an entry point from that mount (relative to it)."""
 
 
 def entry_module(spec: RunSpec) -> str:
@@ -31,14 +33,13 @@ def entry_module(spec: RunSpec) -> str:
 def entry_command(spec: RunSpec, extra_args: list[Word] | None = None) -> list[Word]:
     """Interpreter + entry point + ``--spec run_spec.json`` + variant arguments.
 
-    In a container the image's ``python3`` runs the entry point as a file from the
-    mounted source (the file puts that source on ``sys.path``), so the image needs no
-    llmbench install and its own ``PYTHONPATH`` stays untouched.
+    In a container the image's ``python3`` runs the entry point from the mounted source
+    through ``entrypoints/from_source.py``, so the image needs no llmbench install and
+    its own ``PYTHONPATH`` stays untouched.
     """
     module = entry_module(spec)
     if spec.container == "enroot":
-        path = f"{CONTAINER_SRC}/{module.replace('.', '/')}.py"
-        head: list[Word] = ["python3", path]
+        head: list[Word] = ["python3", f"{CONTAINER_SRC}/{FROM_SOURCE}", module]
     else:
         head = [Raw('"$PYTHON"'), "-m", module]
     return [*head, "--spec", SPEC_FILE, *(extra_args or [])]
