@@ -1,10 +1,12 @@
-"""The CSV twin is exactly what pandas writes, whatever the floats and UTC times hold."""
+"""The CSV twin is exactly what pandas writes, whatever the floats and UTC times hold; the
+Parquet file gives the frame back, its float columns without a dictionary."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
+import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +70,16 @@ def test_writes_leave_no_temporary_file(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.parquet"]
     assert (tmp_path / "a.csv").read_text() == frame.to_csv(index=False)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a.parquet"), frame)
+
+
+def test_parquet_dictionary_encodes_all_but_float_columns(tmp_path) -> None:
+    frame = pd.DataFrame({
+        "run_id": pd.Series(["a", "a", "b"], dtype="string"), "gpus": [8, 8, 16],
+        "step_time_s": [1.25, 1.5, 2.75], "t": utc_ms([0, 1, 2]),
+    })  # fmt: skip
+    write_parquet_atomic(frame, tmp_path / "a.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a.parquet"), frame)
+    group = pq.ParquetFile(tmp_path / "a.parquet").metadata.row_group(0)
+    dictionary = {group.column(i).path_in_schema: "RLE_DICTIONARY" in group.column(i).encodings
+                  for i in range(group.num_columns)}  # fmt: skip
+    assert dictionary == {"run_id": True, "gpus": True, "step_time_s": False, "t": True}

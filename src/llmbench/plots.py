@@ -80,11 +80,15 @@ def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
     with plt.rc_context(SAME_BYTES):
         for fmt in FORMATS:
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, dpi=PNG_DPI if fmt == "png" else None, metadata=figure_metadata(fmt))
+            fig.savefig(path, metadata=figure_metadata(fmt), **SAVE_OPTIONS[fmt])
             written.append(path)
     plt.close(fig)
     return written
 
+
+# zlib level 1 for the PNGs: the same pixels, a tenth larger files, a third less time in
+# compressing them (3-4 ms of a figure's 100-200 ms)
+SAVE_OPTIONS = {"svg": {}, "png": {"dpi": PNG_DPI, "pil_kwargs": {"compress_level": 1}}}
 
 # The same data gives the same bytes: no creation date, and SVG ids (clip paths, glyphs)
 # hashed with a fixed salt instead of a random one per file.
