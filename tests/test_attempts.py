@@ -37,6 +37,7 @@ def test_failure_changes_the_token_then_success_settles_it(tmp_path) -> None:
     attempt(run, 1, "failed")
     assert retry_token(run, keep_failed=False) == 1  # changed: redo
     assert retry_token(run, keep_failed=True) == 0  # kept as the answer
+    assert retry_token(str(run), keep_failed=False) == 1  # the workflow passes a string
     attempt(run, 0, "success")
     assert retry_token(run, keep_failed=False) == 1  # what attempt 2 ran with
     assert (run / "attempt-1" / "train.log").exists()

@@ -16,6 +16,7 @@ invocation (a node failure) does not count.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -73,8 +74,13 @@ def _judge(record: Mapping[str, Any], log_status: str, log_reason: str) -> tuple
     )
 
 
-def retry_token(run_dir: Path, keep_failed: bool) -> int:
+def retry_token(run_dir: str | Path, keep_failed: bool) -> int:
     """The train rule's retry param (see the module docstring)."""
+    if not os.path.isdir(run_dir):
+        # never started (no attempts, no record): one stat of a plain string, not a failed
+        # listing and a failed open; the workflow asks this of every run at DAG time
+        return 0
+    run_dir = Path(run_dir)
     numbers = attempt_numbers(run_dir)
     retried = sum(
         1
