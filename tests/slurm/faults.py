@@ -17,10 +17,12 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import psutil
+import pytest
 
 from tests.conftest import REPO, snakemake_command
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
@@ -31,11 +33,24 @@ STARTED_PROCS: list[subprocess.Popen] = []
 
 
 def new_ledger() -> dict[str, int]:
-    return {"faults_injected": 0, "logs_lost": 0, "successful_runs_redone": 0}
+    """A module's counts, and when it started (``seconds`` in its report)."""
+    return {"faults_injected": 0, "logs_lost": 0, "successful_runs_redone": 0,
+            "started": round(time.monotonic())}  # fmt: skip
 
 
-def clean_up_what_a_test_started() -> None:
+def report_ledger(ledger: dict[str, int], module: str, faults: int) -> None:
+    """Print the module's ledger; every fault injected, no log lost, no success redone."""
+    counts = {k: v for k, v in ledger.items() if k != "started"}
+    counts["seconds"] = round(time.monotonic()) - ledger["started"]
+    print(f"fault suite ({module.rsplit('.', 1)[-1]}): {json.dumps(counts)}")
+    assert counts["faults_injected"] == faults, counts
+    assert counts["logs_lost"] == 0 and counts["successful_runs_redone"] == 0
+
+
+@pytest.fixture
+def clean_up_after_fault_test() -> Iterator[None]:
     """A failing test must not leave snakemake or Slurm jobs behind (on this cluster)."""
+    yield
     for proc in STARTED_PROCS:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -4,9 +4,7 @@ the next invocation. test_recovery.py has the other half of the fault suite."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 
 import pytest
 
@@ -17,24 +15,18 @@ from tests.slurm.faults import (
     B,
     assert_no_rank_left,
     attempts,
-    clean_up_what_a_test_started,
+    clean_up_after_fault_test,  # noqa: F401 (a fixture, used by pytestmark)
     finish,
     new_ledger,
+    report_ledger,
     rerun_redoes_only,
     runs,
     start,
     wait_for_job,
 )
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("clean_up_after_fault_test")]
 LEDGER = new_ledger()
-STARTED = time.monotonic()
-
-
-@pytest.fixture(autouse=True)
-def _clean_up_what_a_test_started():
-    yield
-    clean_up_what_a_test_started()
 
 
 def test_oom_is_recorded_and_redone(slurm_cluster, tmp_path) -> None:
@@ -74,7 +66,4 @@ def test_time_limit_is_recorded_and_redone(slurm_cluster, tmp_path) -> None:
 
 
 def test_ledger() -> None:
-    LEDGER["seconds"] = round(time.monotonic() - STARTED)
-    print(f"fault suite ({__name__.rsplit('.', 1)[-1]}): {json.dumps(LEDGER)}")
-    assert LEDGER["faults_injected"] == 3, LEDGER
-    assert LEDGER["logs_lost"] == 0 and LEDGER["successful_runs_redone"] == 0
+    report_ledger(LEDGER, __name__, faults=3)

@@ -18,25 +18,19 @@ from tests.slurm.faults import (
     B,
     account,
     assert_no_rank_left,
-    clean_up_what_a_test_started,
+    clean_up_after_fault_test,  # noqa: F401 (a fixture, used by pytestmark)
     command,
     finish,
     new_ledger,
+    report_ledger,
     runs,
     snapshot,
     start,
     wait_for_job,
 )
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("clean_up_after_fault_test")]
 LEDGER = new_ledger()
-STARTED = time.monotonic()
-
-
-@pytest.fixture(autouse=True)
-def _clean_up_what_a_test_started():
-    yield
-    clean_up_what_a_test_started()
 
 
 def test_watchdog_in_the_job_ends_a_hang_and_retries_it(slurm_cluster, tmp_path) -> None:
@@ -107,7 +101,4 @@ def test_killed_snakemake_recovers(slurm_cluster, tmp_path) -> None:
 
 
 def test_ledger() -> None:
-    LEDGER["seconds"] = round(time.monotonic() - STARTED)
-    print(f"fault suite ({__name__.rsplit('.', 1)[-1]}): {json.dumps(LEDGER)}")
-    assert LEDGER["faults_injected"] == 3, LEDGER
-    assert LEDGER["logs_lost"] == 0 and LEDGER["successful_runs_redone"] == 0
+    report_ledger(LEDGER, __name__, faults=3)
