@@ -40,13 +40,26 @@ SHARED_SWEEP_FILES = (
 """The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
 
 
-SCOPE_DIRS = ("tests/slurm/", "tests/nemo/")
-"""Folders whose tests share a session fixture: the local Slurm cluster (one at a time,
-mostly waiting on the scheduler) and the NeMo venv (built once; two workers building it
-into one folder at once would spoil it)."""
+SCOPE_DIRS = ("tests/nemo/",)
+"""Folders whose tests share a session fixture: the NeMo venv (built once; two workers
+building it into one folder at once would spoil it)."""
+
+SLURM_SCOPES = {
+    "slurm": ("test_faults.py", "test_workflow_slurm.py"),
+    "slurm-2": (
+        "test_recovery.py",
+        "test_preflight_slurm.py",
+        "test_srun_embedded.py",
+        "test_allocation.py",
+    ),
+}
+"""The Slurm suite in two groups of about equal length: each xdist worker that runs one
+starts its own local cluster (other ports, tests/slurm/conftest.py), so the two run at
+once, mostly waiting on the scheduler. A file not listed goes to ``slurm``."""
 
 LONGEST_SCOPES = (
     "slurm",
+    "slurm-2",
     "tests/nemo/",
     "sweep",
     "tests/workflow/test_history_sweeps.py",
@@ -55,17 +68,18 @@ LONGEST_SCOPES = (
 )
 """The groups that take longest in CI, longest first (``--durations``): queued before the
 rest, so that no long group starts last and keeps one worker busy after the other is done.
-The Slurm suite comes first: it runs on one worker while the other takes the CPU-bound
-groups (kept true by tests/test_prerequisites.py)."""
+The two Slurm groups come first, one on each worker, and the CPU-bound groups fill in
+around them (kept true by tests/test_prerequisites.py)."""
 
 
 def xdist_scope(nodeid: str) -> str:
-    """The group of tests one pytest-xdist worker runs (CI): the Slurm suite; the NeMo
-    tests (``SCOPE_DIRS``); the users of the shared sweep (it runs once); else one test
-    file (its module fixtures are built once)."""
+    """The group of tests one pytest-xdist worker runs (CI): a half of the Slurm suite
+    (``SLURM_SCOPES``); the NeMo tests (``SCOPE_DIRS``); the users of the shared sweep (it
+    runs once); else one test file (its module fixtures are built once)."""
     path = nodeid.split("::")[0]
     if path.startswith("tests/slurm/"):
-        return "slurm"
+        name = path.removeprefix("tests/slurm/")
+        return next((scope for scope, files in SLURM_SCOPES.items() if name in files), "slurm")
     for folder in SCOPE_DIRS:
         if path.startswith(folder):
             return folder
@@ -96,8 +110,8 @@ def queue_rank(nodeid: str) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist the longest groups are queued first, the Slurm suite before all, so
-    that it runs alongside the CPU-bound tests instead of after them."""
+    """Under xdist the longest groups are queued first, the Slurm groups before all, so
+    that they run alongside the CPU-bound tests instead of after them."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: queue_rank(item.nodeid))  # stable
 

@@ -9,6 +9,13 @@
 # Ports: LLMBENCH_SLURM_PORT (controller, 6817) and LLMBENCH_SLURM_NODE_PORT (first
 # slurmd, 17001; the second takes the next one).
 #
+# Client commands: $LLMBENCH_SLURM_DIR/bin holds sbatch, srun, squeue ... that run the real
+# ones with this cluster's SLURM_CONF. Put it first on PATH to reach this cluster from
+# anywhere, jobs included: the executor plugin strips SLURM_CONF from a job's environment,
+# not PATH. Two clusters at once (tests/slurm/conftest.py, one per pytest-xdist worker):
+# other ports, each client through its own bin/, and LLMBENCH_SLURM_LINK_ETC=0 for all
+# but one, since /etc/slurm/slurm.conf can name only one cluster.
+#
 # All config, state and logs live in $LLMBENCH_SLURM_DIR (default: a new temp dir).
 # /etc/slurm/slurm.conf becomes a symlink to the generated config because the Snakemake
 # executor plugin strips SLURM_CONF from a job's environment; an existing file is backed
@@ -22,6 +29,9 @@ NODE_PORT="${LLMBENCH_SLURM_NODE_PORT:-17001}"
 NODE_PORTS=("$NODE_PORT" $((NODE_PORT + 1)))
 CTLD_PORT="${LLMBENCH_SLURM_PORT:-6817}"
 WAIT_S="${LLMBENCH_SLURM_WAIT_S:-30}"
+LINK_ETC="${LLMBENCH_SLURM_LINK_ETC:-1}"
+CLIENTS=(sbatch srun salloc squeue sinfo scontrol scancel sacct sstat)
+WRAPPER_MARK="client of an llmbench test cluster (tests/slurm/cluster.sh)"
 
 die() {
     echo "cluster.sh: $*" >&2
@@ -95,8 +105,34 @@ EOF
     : >"$dir/etc/plugstack.conf" # no site SPANK plugins (pyxis) in the test cluster
 }
 
+# The real client command: the first on PATH that is not one of the bin/ wrappers below.
+real_client() {
+    local name=$1 entry
+    local -a entries
+    IFS=: read -ra entries <<<"$PATH:/usr/sbin:/sbin"
+    for entry in "${entries[@]}"; do
+        if [[ -x "$entry/$name" ]] && ! grep -qs "$WRAPPER_MARK" "$entry/$name"; then
+            echo "$entry/$name"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# bin/<client>: the real client with this cluster's SLURM_CONF.
+write_clients() {
+    local dir=$1 name real
+    for name in "${CLIENTS[@]}"; do
+        real=$(real_client "$name") || continue
+        printf '#!/bin/sh\n# %s: %s\nSLURM_CONF=%s exec %s "$@"\n' \
+            "$WRAPPER_MARK" "$dir" "$dir/etc/slurm.conf" "$real" >"$dir/bin/$name"
+        chmod 755 "$dir/bin/$name"
+    done
+}
+
 link_etc_conf() {
     local dir=$1
+    [[ "$LINK_ETC" == 1 ]] || return 0
     mkdir -p "$(dirname "$ETC_CONF")"
     if [[ -e "$ETC_CONF" && ! -L "$ETC_CONF" ]]; then
         [[ -e "$BACKUP" ]] || mv "$ETC_CONF" "$BACKUP"
@@ -163,7 +199,7 @@ do_start() {
     for port in "$CTLD_PORT" "${NODE_PORTS[@]}"; do
         ! port_in_use "$port" || die "port $port is in use (another Slurm cluster runs here?)"
     done
-    mkdir -p "$dir"/{etc,state,spool,run,log,dev,munge}
+    mkdir -p "$dir"/{etc,state,spool,run,log,dev,munge,bin}
     # munged (user munge) must traverse the dir; it refuses group/world-writable parents.
     chmod 755 "$dir"
     chown munge: "$dir/munge"
@@ -171,6 +207,7 @@ do_start() {
         die "user munge cannot reach $dir/munge (a parent folder is private); choose another LLMBENCH_SLURM_DIR"
     : >"$dir/run/pids"
     write_config "$dir"
+    write_clients "$dir"
     link_etc_conf "$dir"
     export SLURM_CONF="$dir/etc/slurm.conf"
 

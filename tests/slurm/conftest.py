@@ -47,22 +47,47 @@ def missing_binaries() -> list[str]:
     return [b for b in BINARIES if shutil.which(b, path=search) is None]
 
 
+PORT_STEP = 10
+"""Cluster ``index`` listens on the default ports of cluster.sh plus ``index * PORT_STEP``."""
+
+
+def worker_index() -> int:
+    """This pytest-xdist worker's number (``gw1`` -> 1); 0 without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+
+
 @contextlib.contextmanager
-def local_cluster() -> Iterator[Path]:
-    """The 2-node cluster of cluster.sh, started and stopped; yields its directory."""
+def local_cluster(index: int = 0) -> Iterator[Path]:
+    """The 2-node cluster of cluster.sh, started and stopped; yields its directory.
+
+    Clusters of other ``index`` run beside it (one per xdist worker): their own ports,
+    state, munge socket and client commands (``<dir>/bin``, first on PATH while it
+    runs); only cluster 0 links /etc/slurm/slurm.conf."""
     # Not under pytest's tmp dir: that is private to root, and munged runs as user munge.
     directory = Path(tempfile.mkdtemp(prefix="llmbench-slurm-"))
-    env = dict(os.environ, LLMBENCH_SLURM_DIR=str(directory))
+    env = dict(
+        os.environ,
+        LLMBENCH_SLURM_DIR=str(directory),
+        LLMBENCH_SLURM_PORT=str(6817 + index * PORT_STEP),
+        LLMBENCH_SLURM_NODE_PORT=str(17001 + index * PORT_STEP),
+        LLMBENCH_SLURM_LINK_ETC="1" if index == 0 else "0",
+    )
+    env.pop("SLURM_CONF", None)
     started = time.monotonic()
+    path = os.environ.get("PATH", "")
     proc = subprocess.run(
         ["bash", str(CLUSTER_SH), "start"], env=env, capture_output=True, text=True, timeout=120
     )
     try:
         if proc.returncode != 0:
             raise RuntimeError(f"cluster.sh start failed:\n{proc.stdout}\n{proc.stderr}")
-        print(f"slurm cluster up in {time.monotonic() - started:.1f} s: {directory}")
+        print(f"slurm cluster {index} up in {time.monotonic() - started:.1f} s: {directory}")
+        # every Slurm client of this process, of its subprocesses and of their jobs
+        os.environ["PATH"] = os.pathsep.join([str(directory / "bin"), path])
         yield directory
     finally:
+        os.environ["PATH"] = path
         subprocess.run(["bash", str(CLUSTER_SH), "stop"], env=env, timeout=120, check=False)
         if os.environ.get("LLMBENCH_KEEP_SLURM_DIR") != "1":
             shutil.rmtree(directory, ignore_errors=True)
@@ -70,7 +95,8 @@ def local_cluster() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[Path]:
-    """Start the 2-node cluster once for the session; yields its directory (config, logs)."""
+    """Start the 2-node cluster once for the session (one per xdist worker, so that the
+    two Slurm groups of tests/conftest.py run at once); yields its directory."""
     missing = missing_binaries()
     if missing:
         missing_prerequisite(
@@ -78,7 +104,7 @@ def slurm_cluster() -> Iterator[Path]:
         )
     if os.geteuid() != 0:
         missing_prerequisite("the local Slurm cluster needs root (SlurmUser=root, /etc/slurm)")
-    with local_cluster() as directory:
+    with local_cluster(worker_index()) as directory:
         yield directory
 
 
