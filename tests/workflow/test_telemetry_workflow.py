@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -47,10 +48,11 @@ def test_rapl_energy_and_gloo_preflight(tmp_path: Path) -> None:
     stop = threading.Event()
 
     def kernel() -> None:  # a package drawing WATTS, as the kernel's counter would show
-        uj, period = 1_000_000, 0.01
-        while not stop.wait(period):
-            uj += int(WATTS * period * 1e6)
-            write_counter(counter, uj)
+        # From the clock, not a count of ticks: on a busy CPU this thread's ticks come
+        # late, and the counter must still say WATTS x elapsed time, as the kernel's does.
+        start = time.monotonic()
+        while not stop.wait(0.01):
+            write_counter(counter, 1_000_000 + int(WATTS * (time.monotonic() - start) * 1e6))
 
     config = tiny_config(
         (1,),
@@ -68,8 +70,9 @@ def test_rapl_energy_and_gloo_preflight(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     run = pd.read_parquet(tmp_path / "results/tables/runs.parquet").iloc[0]
     assert run.energy_reason == "" and run.telemetry_source == "rapl"
-    # the writer thread shares a busy CPU with training: its pace, not the figure, varies
-    assert 0.3 * WATTS * run.window_s < run.energy_j < 1.2 * WATTS * run.window_s
+    # a late tick of the writer thread at the window's edges is the only error
+    ratio = run.energy_j / (WATTS * run.window_s)
+    assert 0.7 < ratio < 1.3, ratio
     steps = run.window_last - run.window_first + 1
     tokens = run.global_batch_size * run.seq_len
     assert run.energy_per_step_j == pytest.approx(run.energy_j / steps)
