@@ -28,7 +28,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "step_clock",
     ),
     # 1: config -> run specs (what to run), and the stage folder's layout
-    ("runspec", "config", "profiling", "embedded.workload", "stage", "plan", "catalog.parity"),
+    (
+        "runspec",
+        "config",
+        "spec_cache",
+        "profiling",
+        "embedded.workload",
+        "stage",
+        "plan",
+        "catalog.parity",
+    ),
     # 2: launchers and outside systems (one module each), the processes they run
     (
         "launch",

@@ -26,7 +26,7 @@ from llmbench.images import parse_image
 from llmbench.limits import RunLimits, resolve_limits
 from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import RunSpec
-from llmbench.stage import checkpoint_source, needs_venv
+from llmbench.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.yamlfile import read_yaml_file
 
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
@@ -272,15 +272,6 @@ def check_config(
     return config, specs
 
 
-def venv_requirements_path(
-    config: Mapping[str, Any], base_dirs: Sequence[str | Path]
-) -> str | None:
-    """``setup.venv_requirements`` found in the first of ``base_dirs``; None when absent."""
-    name = config["setup"]["venv_requirements"]
-    found = (Path(base, name) for base in base_dirs)
-    return next((str(p) for p in found if p.is_file()), None)
-
-
 def _check_sweep(
     config: Mapping[str, Any], specs: list[RunSpec], source: str, base_dirs: Sequence[str | Path]
 ) -> None:
@@ -312,18 +303,19 @@ def _check_sweep(
                 f"{Path(reference).suffix!r}; allowed: {', '.join(REFERENCE_SUFFIXES)}"
             )
     cores = os.cpu_count() or 1
-    for spec in specs:
+    for spec in local_cpu_runs(specs):
         threads = spec.gpus * spec.threads_per_rank  # local: every rank on this machine
-        if (
-            spec.launcher == "local"
-            and spec.gpu_type == "cpu"
-            and threads > cores * LOCAL_RANKS_PER_CORE
-        ):
+        if threads > cores * LOCAL_RANKS_PER_CORE:
             raise ConfigError(
                 f"{source}: run {spec.run_id}: {spec.gpus} CPU ranks x "
                 f"threads_per_rank={spec.threads_per_rank} on launcher: local; allowed: at "
                 f"most {LOCAL_RANKS_PER_CORE} x {cores} cores = {cores * LOCAL_RANKS_PER_CORE}"
             )
+
+
+def local_cpu_runs(specs: Sequence[RunSpec]) -> list[RunSpec]:
+    """The runs whose check counts this machine's cores: CPU ranks started here."""
+    return [spec for spec in specs if spec.launcher == "local" and spec.gpu_type == "cpu"]
 
 
 def _check_images(config: Mapping[str, Any], source: str) -> None:

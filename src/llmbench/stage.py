@@ -8,9 +8,10 @@ for the framework workloads, ``checkpoints/<run id>/`` for the checkpoint varian
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from llmbench.catalog import load_catalog
 from llmbench.images import sqsh_name
@@ -63,6 +64,15 @@ def needs_venv(spec: RunSpec) -> bool:
 
 def image_path(stage: str, imported: ImageImport) -> str:
     return str(PurePosixPath(stage, IMAGES_DIR, imported.file_name))
+
+
+def venv_requirements_path(
+    config: Mapping[str, Any], base_dirs: Sequence[str | Path]
+) -> str | None:
+    """``setup.venv_requirements`` found in the first of ``base_dirs``; None when absent."""
+    name = config["setup"]["venv_requirements"]
+    found = (Path(base, name) for base in base_dirs)
+    return next((str(p) for p in found if p.is_file()), None)
 
 
 def venv_marker_path(stage: str) -> str:

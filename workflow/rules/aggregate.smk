@@ -4,7 +4,7 @@ rule aggregate:
         unpack(get_reference_input),
         # summary.json and steps.parquet sit next to each run.json (outputs of the same
         # train job): listing them too would triple the DAG's edges for nothing.
-        records=run_files("run.json"),
+        records=get_run_records,
     output:
         sweep="results/tables/sweep.json",
         runs="results/tables/runs.parquet",

@@ -4,9 +4,8 @@ import re
 import sys
 from pathlib import Path
 
-from llmbench import wiring
+from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
-from llmbench.config import venv_requirements_path, workflow_config
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS, check_platforms
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
@@ -20,24 +19,53 @@ from llmbench.stage import (
     image_path,
     needs_venv,
     venv_marker_path,
+    venv_requirements_path,
 )
 from llmbench.errors import ConfigError
 
 # Relative setup files: the working directory first, else this workflow's folder.
 _BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
-try:
-    # The Snakefile names no `configfile:`: config.yaml is read here, by the same loader
-    # and checks as `llmbench plan`, with --configfile/--config values merged over it.
-    CONFIG, _specs = workflow_config(
-        config,
-        CONFIG_FILE,
-        _BASE_DIRS,
-        warn=lambda line: print(f"llmbench: warning: {line}", file=sys.stderr),
-    )
-    check_platforms(_specs, source="config")
-except ConfigError as err:
-    # One line, no traceback: the message names the key, the bad value and what is allowed.
-    sys.exit(f"llmbench: error: {err}")
+# Snakemake reads this file again inside every job (twice per job under Slurm): there the
+# config and run specs the main process checked are read back (llmbench.spec_cache), and
+# warnings meant for the person who started the sweep are left to the main process.
+MAIN_PROCESS = workflow.is_main_process
+SPEC_CACHE = ".snakemake/llmbench/specs.json"
+_checked = None
+if not MAIN_PROCESS:
+    _checked = spec_cache.read_specs(SPEC_CACHE, CONFIG_FILE, config, _BASE_DIRS)
+if _checked is None:
+    # The full check (the schema, the catalog's rules): imported only where it runs.
+    from llmbench.config import local_cpu_runs, workflow_config
+
+    try:
+        # The Snakefile names no `configfile:`: config.yaml is read here, by the same
+        # loader and checks as `llmbench plan`, with --configfile/--config values merged
+        # over it.
+        _checked = workflow_config(
+            config,
+            CONFIG_FILE,
+            _BASE_DIRS,
+            warn=(
+                (lambda line: print(f"llmbench: warning: {line}", file=sys.stderr))
+                if MAIN_PROCESS
+                else None
+            ),
+        )
+        check_platforms(_checked[1], source="config")
+    except ConfigError as err:
+        # One line, no traceback: the message names the key, the bad value and what is
+        # allowed.
+        sys.exit(f"llmbench: error: {err}")
+    if MAIN_PROCESS:
+        spec_cache.write_specs(
+            SPEC_CACHE,
+            CONFIG_FILE,
+            config,
+            _BASE_DIRS,
+            _checked,
+            cores_checked=bool(local_cpu_runs(_checked[1])),
+        )
+CONFIG, _specs = _checked
 # Defaults filled in for everything that reads Snakemake's own config (the report's
 # captions), as snakemake.utils.validate(set_default=True) would.
 config.update(CONFIG)
@@ -52,7 +80,7 @@ for _name, _value in SBATCH_ENVIRONMENT.items():
 STAGE = CONFIG["stage_path"]
 IMAGES = image_imports(RUNS.values())  # .sqsh file name -> (image, arch)
 SETUP_LOCAL = CONFIG["setup"]["run_on"] == "local"
-if any(spec.variant == "ckpt-save" for spec in RUNS.values()):
+if MAIN_PROCESS and any(spec.variant == "ckpt-save" for spec in RUNS.values()):
     _space = checkpoint_space_warning(RUNS.values(), free_bytes(STAGE))
     if _space:
         print(f"llmbench: warning: {_space}", file=sys.stderr)
@@ -175,8 +203,10 @@ def get_train_resources(name):
     )
 
 
-def run_files(name):
-    return [f"results/runs/{run}/{name}" for run in RUNS]
+def get_run_records(wildcards):
+    # A function, not a list in the rule: built with the job that needs it, not each
+    # time a job reads the Snakefile (a list of every run's file costs each read).
+    return [f"results/runs/{run}/run.json" for run in RUNS]
 
 
 def get_peak_inputs(wildcards):

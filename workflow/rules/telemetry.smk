@@ -1,7 +1,7 @@
 rule telemetry_table:
     input:
         # energy.json and telemetry.parquet are outputs of the same train job as run.json
-        records=run_files("run.json"),
+        records=get_run_records,
     output:
         samples="results/tables/telemetry.parquet",
     log:
