@@ -102,7 +102,9 @@ def _train_params(run):
         "spec": RUNS[run].to_dict(),
         # Changes exactly when the reported attempt did not succeed (llmbench.attempts),
         # so rerunning the same command redoes failed runs and keeps the rest.
-        "retry_of": retry_token(f"results/runs/{run}", CONFIG["failures"]["keep_failed"]),
+        "retry_of": retry_token(
+            f"results/runs/{run}", CONFIG["failures"]["keep_failed"]
+        ),
         "env": wiring.launch_env(RUNS[run], STAGE, CONFIG["master_addr"]),
         "telemetry": CONFIG["telemetry"],
     }
