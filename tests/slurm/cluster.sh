@@ -7,7 +7,8 @@
 #   tests/slurm/cluster.sh stop     # stops exactly the PIDs that start recorded
 #
 # Ports: LLMBENCH_SLURM_PORT (controller, 6817) and LLMBENCH_SLURM_NODE_PORT (first
-# slurmd, 17001; the second takes the next one).
+# slurmd, 17001; the second takes the next one). LLMBENCH_SLURM_FIRST_JOB_ID (1): clusters
+# side by side number their jobs apart, since a job's rendezvous port follows its id.
 #
 # Client commands: $LLMBENCH_SLURM_DIR/bin holds sbatch, srun, squeue ... that run the real
 # ones with this cluster's SLURM_CONF. Put it first on PATH to reach this cluster from
@@ -30,6 +31,7 @@ NODE_PORTS=("$NODE_PORT" $((NODE_PORT + 1)))
 CTLD_PORT="${LLMBENCH_SLURM_PORT:-6817}"
 WAIT_S="${LLMBENCH_SLURM_WAIT_S:-30}"
 LINK_ETC="${LLMBENCH_SLURM_LINK_ETC:-1}"
+FIRST_JOB_ID="${LLMBENCH_SLURM_FIRST_JOB_ID:-1}"
 CLIENTS=(sbatch srun salloc squeue sinfo scontrol scancel sacct sstat)
 WRAPPER_MARK="client of an llmbench test cluster (tests/slurm/cluster.sh)"
 
@@ -65,6 +67,7 @@ write_config() {
 ClusterName=llmbench
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
+FirstJobId=$FIRST_JOB_ID
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge

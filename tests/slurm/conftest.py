@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.launch.srun import MASTER_PORT_SPAN
 from tests.conftest import missing_prerequisite, tiny_config
 
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
@@ -51,6 +52,13 @@ PORT_STEP = 10
 """Cluster ``index`` listens on the default ports of cluster.sh plus ``index * PORT_STEP``."""
 
 
+JOB_ID_STEP = MASTER_PORT_SPAN // 4
+"""Cluster ``index`` (up to 4) numbers its jobs from ``1 + index * JOB_ID_STEP``. All
+clusters share this host, and a multi-node run's rendezvous port is base + job id mod
+``MASTER_PORT_SPAN`` (``llmbench.launch.srun``): two clusters both at job 20 had two runs
+bind one port."""
+
+
 def worker_index() -> int:
     """This pytest-xdist worker's number (``gw1`` -> 1); 0 without xdist."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
@@ -72,6 +80,7 @@ def local_cluster(index: int = 0) -> Iterator[Path]:
         LLMBENCH_SLURM_PORT=str(6817 + index * PORT_STEP),
         LLMBENCH_SLURM_NODE_PORT=str(17001 + index * PORT_STEP),
         LLMBENCH_SLURM_LINK_ETC="1" if index == 0 else "0",
+        LLMBENCH_SLURM_FIRST_JOB_ID=str(1 + index * JOB_ID_STEP),
     )
     env.pop("SLURM_CONF", None)
     started = time.monotonic()
