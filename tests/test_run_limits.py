@@ -17,7 +17,7 @@ from llmbench.config import validate_and_expand
 from llmbench.limits import RunLimits
 from llmbench.runner import run_attempt
 from llmbench.runspec import RunSpec
-from tests.conftest import tiny_config
+from tests.conftest import REPO, tiny_config
 
 STEPS = 10
 
@@ -124,10 +124,11 @@ def test_launch_env_names_the_interpreter_and_goes_first_on_the_path(tmp_path, m
     python.write_text(f'#!/bin/bash\necho "$PYTHONPATH" >> {seen}\nexec {sys.executable} "$@"\n')
     python.chmod(0o755)
     monkeypatch.setenv("PYTHONPATH", "/job/own")
-    env = {"LLMBENCH_PYTHON": str(python), "PYTHONPATH": str(Path("src").resolve())}
+    src = str(REPO / "src")
+    env = {"LLMBENCH_PYTHON": str(python), "PYTHONPATH": src}
     record = run_attempt(spec(RunLimits(300, 300, 60), 1), tmp_path / "run", env=env)
     assert record["exit_code"] == 0
-    assert seen.read_text().splitlines()[0] == f"{Path('src').resolve()}:/job/own"
+    assert seen.read_text().splitlines()[0] == f"{src}:/job/own"
 
 
 @pytest.mark.parametrize("ranks", [1, 2])

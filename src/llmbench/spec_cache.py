@@ -99,15 +99,14 @@ def read_specs(
 ) -> Checked | None:
     """(config, specs) the main process stored in ``path`` for this check; None when
     there is no such cache (missing, another key, unreadable or malformed)."""
-    stored = _stored_key(path)
-    if stored is None:
-        return None
-    keys = {cache_key(experiment, overrides, base_dirs, cores) for cores in (None, os.cpu_count())}
-    if stored not in keys:
-        return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            if fh.readline().rstrip("\n") != stored:  # replaced in between
+        with open(path, encoding="utf-8") as fh:  # one open: the key and the data agree
+            stored = fh.readline().rstrip("\n")
+            keys = {
+                cache_key(experiment, overrides, base_dirs, cores)
+                for cores in (None, os.cpu_count())
+            }
+            if stored not in keys:
                 return None
             data = json.loads(fh.read())
         return dict(data["config"]), [RunSpec.from_dict(s) for s in data["specs"]]
