@@ -25,7 +25,7 @@ from llmbench.errors import ConfigError, LaunchError, one_line
 from llmbench.images import parse_image
 from llmbench.limits import RunLimits, resolve_limits
 from llmbench.profiling import default_profile, parse_ranks
-from llmbench.runspec import RunSpec
+from llmbench.runspec import ModelFields, Parallelism, ProfileSettings, RunSpec
 from llmbench.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.yamlfile import read_yaml_file
 
@@ -403,8 +403,8 @@ def _resolve_tiny(
         seq_len=shape.seq_len,
         micro_batch_size=tiny.MICRO_BATCH_SIZE,
         global_batch_size=tiny.global_batch_size(gpus),
-        parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": gpus, "ga": ga},
-        model={"flops_formula": "llama", **shape.__dict__},
+        parallelism=Parallelism(tp=1, pp=1, cp=1, dp=gpus, ga=ga),
+        model=ModelFields(flops_formula="llama", **shape.__dict__),
         launcher=config["launcher"],
         platform=dict(config.get(config["launcher"]) or {}),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
@@ -443,23 +443,20 @@ def _resolve_catalog(
             parse_image(image)
         except LaunchError as err:
             raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
-    parallelism = {
-        key: getattr(row, key)
-        for key in (
-            "tp",
-            "pp",
-            "cp",
-            "ep",
-            "etp",
-            "dp",
-            "vp",
-            "fsdp",
-            "ga",
-            "cuda_graphs",
-            "recompute_layers",
-            "offload_layers",
-        )
-    }
+    parallelism = Parallelism(
+        tp=row.tp,
+        pp=row.pp,
+        cp=row.cp,
+        ep=row.ep,
+        etp=row.etp,
+        dp=row.dp,
+        vp=row.vp,
+        fsdp=row.fsdp,
+        ga=row.ga,
+        cuda_graphs=row.cuda_graphs,
+        recompute_layers=row.recompute_layers,
+        offload_layers=row.offload_layers,
+    )
     gpus_per_node = catalog.gpu(row.gpu_type).gpus_per_node
     parity = resolve_parity(
         row.workload,
@@ -471,7 +468,7 @@ def _resolve_catalog(
         gpus_per_node=gpus_per_node,
         parallelism=parallelism,
     )
-    model = {"flops_formula": row.model.flops_family, "source": row.source, **shape.__dict__}
+    model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
     model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
     return RunSpec(
@@ -512,7 +509,7 @@ def _limits(config: Mapping[str, Any], framework: str, size: str, variant: str) 
 
 def _profile_settings(
     config: Mapping[str, Any], source: str, gpus: int, where: str
-) -> dict[str, Any]:
+) -> ProfileSettings:
     """Nsight steps, ranks and GPU metrics of a profile run: each config key that is set,
     else the recipe document's default (``llmbench.profiling.default_profile``)."""
     settings = default_profile(source, config["window"][1], config["steps"])
@@ -523,4 +520,5 @@ def _profile_settings(
             f"{where}: profile.steps: {steps} must be [first, last] with first <= last"
         )
     parse_ranks(settings["ranks"], gpus, where=f"{where}: profile.ranks")
-    return {**settings, "steps": steps}
+    settings["steps"] = steps
+    return settings

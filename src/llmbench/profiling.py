@@ -7,10 +7,10 @@ run": the config checks them, the launch script only renders them.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from llmbench.catalog import load_catalog
 from llmbench.errors import ConfigError
+from llmbench.runspec import ProfileSettings
 
 _PART = re.compile(r"^(\d+)(?:-(\d+))?$")
 
@@ -44,15 +44,15 @@ def parse_ranks(text: str, world_size: int, where: str = "profile.ranks") -> tup
     return tuple(sorted(ranks))
 
 
-def default_profile(source: str | None, window_last: int, steps: int) -> dict[str, Any]:
+def default_profile(source: str | None, window_last: int, steps: int) -> ProfileSettings:
     """Nsight steps (inclusive), ranks and GPU metrics the recipe document states. A
     document that states none (MaxText) profiles the steps after the timing window, where
     the profiler cannot disturb the measured iterations, on every rank."""
     profiling = load_catalog().document(source).profiling if source else None
     if profiling is None:
-        return {"steps": [window_last + 1, steps], "ranks": "all", "gpu_metrics": False}
-    return {
-        "steps": [profiling.start_step, profiling.stop_step],
-        "ranks": profiling.ranks or "all",
-        "gpu_metrics": False,
-    }
+        return ProfileSettings(steps=[window_last + 1, steps], ranks="all", gpu_metrics=False)
+    return ProfileSettings(
+        steps=[profiling.start_step, profiling.stop_step],
+        ranks=profiling.ranks or "all",
+        gpu_metrics=False,
+    )

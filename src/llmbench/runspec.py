@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from llmbench.limits import RunLimits, default_limits
 
@@ -29,6 +29,50 @@ def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
     return {s["name"]: s["value"] for s in parity.get("settings", []) if s["kind"] == kind}
 
 
+class Parallelism(TypedDict, total=False):
+    """How a run splits its model and batch (a catalog row's columns; the embedded
+    workload sets tp, pp, cp, dp and ga only). None: the recipe leaves it unset."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int | None
+    etp: int | None
+    dp: int
+    vp: int | None
+    fsdp: bool | int
+    ga: int
+    cuda_graphs: bool
+    recompute_layers: int
+    offload_layers: int
+
+
+class ModelFields(TypedDict, total=False):
+    """The model a run builds: ``llmbench.flops.ModelShape``'s fields (the row's layers
+    and sequence length, the vocabulary as built), its FLOPs formula family and, for a
+    catalog workload, the recipe document it comes from."""
+
+    flops_formula: str
+    source: str
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    query_groups: int
+    vocab: int
+    seq_len: int
+
+
+class ProfileSettings(TypedDict, total=False):
+    """Nsight settings of a ``profile`` run (empty for other variants): inclusive
+    ``steps`` [start, stop], ``ranks`` (a rank set such as ``"0-8"``, or ``"all"``) and
+    whether to sample GPU metrics."""
+
+    steps: list[int]
+    ranks: str
+    gpu_metrics: bool
+
+
 @dataclass(frozen=True)
 class RunSpec:
     workload: str
@@ -46,15 +90,14 @@ class RunSpec:
     seq_len: int
     micro_batch_size: int
     global_batch_size: int
-    parallelism: dict[str, Any] = field(default_factory=dict)
-    model: dict[str, Any] = field(default_factory=dict)
+    parallelism: Parallelism = field(default_factory=Parallelism)
+    model: ModelFields = field(default_factory=ModelFields)
     launcher: str = "local"
     container: str = "none"
     threads_per_rank: int = 1
     image: str = ""
-    profile: dict[str, Any] = field(default_factory=dict)
-    """``profile`` variant only: Nsight ``steps`` [start, stop], ``ranks`` (a rank set such
-    as ``"0-8"`` or ``"all"``) and ``gpu_metrics``, resolved from config and document."""
+    profile: ProfileSettings = field(default_factory=ProfileSettings)
+    """``profile`` variant only (else empty), resolved from config and document."""
     parity: dict[str, Any] = field(default_factory=dict)
     """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
     resolved by ``llmbench.catalog.parity``); empty for the embedded workload."""
