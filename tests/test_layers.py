@@ -69,7 +69,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflight.run",
     ),
     # 7: the command line and the workflow's helpers
-    ("cli", "commands", "wiring"),
+    ("cli", "commands", "wiring", "workflow_check"),
 )
 
 OPTIONAL_HEAVY = frozenset(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
-from llmbench.launch.platforms import PLATFORM_LAUNCHERS, check_platforms
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
 from llmbench.stage import (
@@ -35,13 +35,12 @@ if not MAIN_PROCESS:
     _checked = spec_cache.read_specs(SPEC_CACHE, CONFIG_FILE, config, _BASE_DIRS)
 if _checked is None:
     # The full check (the schema, the catalog's rules): imported only where it runs.
-    from llmbench.config import local_cpu_runs, workflow_config
+    from llmbench.workflow_check import check_workflow_config
 
     try:
-        # The Snakefile names no `configfile:`: config.yaml is read here, by the same
-        # loader and checks as `llmbench plan`, with --configfile/--config values merged
-        # over it.
-        _checked = workflow_config(
+        # The Snakefile names no `configfile:`: config.yaml is read by the same loader and
+        # checks as `llmbench plan`, with --configfile/--config values merged over it.
+        _checked = check_workflow_config(
             config,
             CONFIG_FILE,
             _BASE_DIRS,
@@ -50,21 +49,12 @@ if _checked is None:
                 if MAIN_PROCESS
                 else None
             ),
+            cache=SPEC_CACHE if MAIN_PROCESS else None,
         )
-        check_platforms(_checked[1], source="config")
     except ConfigError as err:
         # One line, no traceback: the message names the key, the bad value and what is
         # allowed.
         sys.exit(f"llmbench: error: {err}")
-    if MAIN_PROCESS:
-        spec_cache.write_specs(
-            SPEC_CACHE,
-            CONFIG_FILE,
-            config,
-            _BASE_DIRS,
-            _checked,
-            cores_checked=bool(local_cpu_runs(_checked[1])),
-        )
 CONFIG, _specs = _checked
 # Defaults filled in for everything that reads Snakemake's own config (the report's
 # captions), as snakemake.utils.validate(set_default=True) would.
