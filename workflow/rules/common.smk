@@ -224,6 +224,12 @@ def get_run_records(wildcards):
     return [f"results/runs/{run}/run.json" for run in RUNS]
 
 
+def get_run_dirs(wildcards):
+    # The telemetry table's runs, as a param: its job waits for the runs table, whose
+    # job lists every run.json already.
+    return [f"results/runs/{run}" for run in RUNS]
+
+
 def get_peak_inputs(wildcards):
     needs_cpu = any(spec.gpu_type == "cpu" for spec in RUNS.values())
     return {"cpu_peak": "results/calibration/cpu_peak.json"} if needs_cpu else {}
