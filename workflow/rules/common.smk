@@ -1,8 +1,11 @@
 import functools
+import inspect
 import os
 import re
 import sys
 from pathlib import Path
+
+from snakemake.common import overwrite_function_params
 
 from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
@@ -78,6 +81,16 @@ VENV_REQUIREMENTS = venv_requirements_path(CONFIG, _BASE_DIRS)
 GROUPS = wiring.run_groups(RUNS.values())
 
 
+def _known_params(value):
+    """``value``, a callable's parameters handed to Snakemake once (its own hook for it,
+    as snakemake.ioutils uses): Snakemake looks a callable's parameters up on every call,
+    and the train rule's input, params, threads and resource callables are called for
+    each of a sweep's jobs. Constants pass through."""
+    if callable(value):
+        overwrite_function_params(value, inspect.signature(value).parameters)
+    return value
+
+
 # Id shapes, not lists of ids: a list is substituted into every file pattern (quadratic
 # DAG building). Input functions look the ids up, so an unknown id is still an error.
 wildcard_constraints:
@@ -100,7 +113,7 @@ def _train_params(run):
     }
 
 
-@wiring.with_signature
+@_known_params
 def get_train_params(wildcards):
     # One params callable, not three: Snakemake evaluates each several times per job.
     return _train_params(wildcards.run)
@@ -122,7 +135,7 @@ def get_train_bench():
 
 def get_train_threads():
     threads = {run: _train_threads(s) for run, s in RUNS.items()}
-    return wiring.per_run(threads, lambda run, attempt: threads[run])
+    return _known_params(wiring.per_run(threads, lambda run, attempt: threads[run]))
 
 
 def get_sqsh_constraint():
@@ -144,7 +157,7 @@ def get_setup_resources():
     return resources
 
 
-@wiring.with_signature
+@_known_params
 def get_setup_inputs(wildcards):
     """The run's image (container: enroot), the training venv (framework workloads) and,
     for ckpt-load, the ckpt-save run whose checkpoint it restores."""
@@ -161,7 +174,7 @@ def get_setup_inputs(wildcards):
     return inputs
 
 
-@wiring.with_signature
+@_known_params
 def get_try_number(wildcards, attempt):
     # Snakemake hands its try counter only to resource functions; the train script reads
     # it back to tell a first try from a retry.
@@ -187,18 +200,24 @@ def get_train_resources(name):
     # are the first try's: a dictionary read per job, no file look-up.
     values = {run: train_resources(run, 1)[name] for run in RUNS}
     if name != "slurm_extra":
-        return wiring.per_run(values, lambda run, attempt: values[run])
-    return wiring.per_run(
-        values,
-        lambda run, attempt: train_resources(run, attempt, preflight_excluded())[name],
-        varies=True,
-    )
+        return _known_params(wiring.per_run(values, lambda run, attempt: values[run]))
+
+    def of_try(run, attempt):
+        return train_resources(run, attempt, preflight_excluded())[name]
+
+    return _known_params(wiring.per_run(values, of_try, varies=True))
 
 
 def get_run_records(wildcards):
     # A function, not a list in the rule: built with the job that needs it, not each
     # time a job reads the Snakefile (a list of every run's file costs each read).
     return [f"results/runs/{run}/run.json" for run in RUNS]
+
+
+def get_run_dirs(wildcards):
+    # The telemetry table's runs, as a param: its job waits for the runs table, whose
+    # job lists every run.json already.
+    return [f"results/runs/{run}" for run in RUNS]
 
 
 def get_peak_inputs(wildcards):

@@ -1,13 +1,18 @@
 rule telemetry_table:
     input:
-        # energy.json and telemetry.parquet are outputs of the same train job as run.json
-        records=get_run_records,
+        # After the runs table, whose job lists every run.json: energy.json and
+        # telemetry.parquet are outputs of the same train job as run.json, and a second
+        # list of every run's file would cost a 10,000-run sweep's DAG as much as its
+        # aggregate's (benchmarks/dry_run.py).
+        sweep="results/tables/sweep.json",
     output:
         samples="results/tables/telemetry.parquet",
     log:
         "results/logs/telemetry_table.log",
     conda:
         "../../envs/llmbench.yaml"
+    params:
+        run_dirs=get_run_dirs,
     script:
         "../scripts/telemetry_table.py"
 

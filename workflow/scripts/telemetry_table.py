@@ -5,5 +5,5 @@ from llmbench.atomic import write_parquet_atomic
 from llmbench.telemetry.run import sweep_samples
 
 sys.stderr = open(snakemake.log[0], "w")
-run_dirs = [Path(path).parent for path in snakemake.input.records]
+run_dirs = [Path(path) for path in snakemake.params.run_dirs]
 write_parquet_atomic(sweep_samples(run_dirs), snakemake.output.samples)
