@@ -2,10 +2,10 @@
 
 ``workflow/rules/common.smk`` only wires these to rules. Snakemake evaluates a rule's
 resource, param and input callables at least once per job and inspects each callable's
-signature on every call; in a 10,000-run dry run that is most of the time it spends. So
+parameters on every call; in a 10,000-run dry run that is most of the time it spends. So
 a value every run shares is handed over as a constant (``per_run``), a per-run answer is
-computed once (the callers cache by run id), and each callable carries its signature
-(``with_signature``) so that Snakemake's look-up is a dictionary read.
+computed once (the callers cache by run id), and each callable hands Snakemake its
+parameter names once (``with_signature``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+
+from snakemake.common import overwrite_function_params
 
 from llmbench.attempts import nodes_to_avoid
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS
@@ -28,9 +30,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def with_signature(func: F) -> F:
-    """``func`` with its signature stored on it (``inspect.signature`` returns a stored
-    ``__signature__`` without parsing the function again)."""
-    func.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
+    """``func`` with its parameter names given to Snakemake once, through the hook
+    Snakemake's own ``snakemake.ioutils`` helpers use: without it Snakemake parses the
+    signature on every call (~4.6 us; ~13 calls per train job of a dry run)."""
+    overwrite_function_params(func, list(inspect.signature(func).parameters))
     return func
 
 

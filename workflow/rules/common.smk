@@ -1,11 +1,9 @@
 import functools
-import inspect
 import os
 import re
 import sys
 from pathlib import Path
 
-from snakemake.common import overwrite_function_params
 
 from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
@@ -81,16 +79,6 @@ VENV_REQUIREMENTS = venv_requirements_path(CONFIG, _BASE_DIRS)
 GROUPS = wiring.run_groups(RUNS.values())
 
 
-def _known_params(value):
-    """``value``, a callable's parameters handed to Snakemake once (its own hook for it,
-    as snakemake.ioutils uses): Snakemake looks a callable's parameters up on every call,
-    and the train rule's input, params, threads and resource callables are called for
-    each of a sweep's jobs. Constants pass through."""
-    if callable(value):
-        overwrite_function_params(value, inspect.signature(value).parameters)
-    return value
-
-
 # Id shapes, not lists of ids: a list is substituted into every file pattern (quadratic
 # DAG building). Input functions look the ids up, so an unknown id is still an error.
 wildcard_constraints:
@@ -113,7 +101,7 @@ def _train_params(run):
     }
 
 
-@_known_params
+@wiring.with_signature
 def get_train_params(wildcards):
     # One params callable, not three: Snakemake evaluates each several times per job.
     return _train_params(wildcards.run)
@@ -135,7 +123,7 @@ def get_train_bench():
 
 def get_train_threads():
     threads = {run: _train_threads(s) for run, s in RUNS.items()}
-    return _known_params(wiring.per_run(threads, lambda run, attempt: threads[run]))
+    return wiring.per_run(threads, lambda run, attempt: threads[run])
 
 
 def get_sqsh_constraint():
@@ -157,7 +145,7 @@ def get_setup_resources():
     return resources
 
 
-@_known_params
+@wiring.with_signature
 def get_setup_inputs(wildcards):
     """The run's image (container: enroot), the training venv (framework workloads) and,
     for ckpt-load, the ckpt-save run whose checkpoint it restores."""
@@ -174,7 +162,7 @@ def get_setup_inputs(wildcards):
     return inputs
 
 
-@_known_params
+@wiring.with_signature
 def get_try_number(wildcards, attempt):
     # Snakemake hands its try counter only to resource functions; the train script reads
     # it back to tell a first try from a retry.
@@ -200,12 +188,12 @@ def get_train_resources(name):
     # are the first try's: a dictionary read per job, no file look-up.
     values = {run: train_resources(run, 1)[name] for run in RUNS}
     if name != "slurm_extra":
-        return _known_params(wiring.per_run(values, lambda run, attempt: values[run]))
+        return wiring.per_run(values, lambda run, attempt: values[run])
 
     def of_try(run, attempt):
         return train_resources(run, attempt, preflight_excluded())[name]
 
-    return _known_params(wiring.per_run(values, of_try, varies=True))
+    return wiring.per_run(values, of_try, varies=True)
 
 
 def get_run_records(wildcards):
