@@ -2,6 +2,7 @@
 1,000-run sweep in the DAG (Snakemake evaluates the Snakefile again inside every job).
 
     python -m benchmarks.slurm_job_start [--runs 1000] [--json out.json] [--no-fail]
+                                         [--no-bytecode]
 
 Needs root and Slurm + munge (tests/slurm/install.sh): it starts the local 2-node test
 cluster (tests/slurm/cluster.sh). The sweep holds ``--runs`` embedded-workload runs
@@ -16,6 +17,13 @@ Each job's seconds are also split at its steps: the batch script's Snakemake up 
 log header), the job handed to the jobstep executor, the second Snakemake that executor
 starts up, the rule started (these four from the job's Slurm log, whole seconds), the train
 script in its attempt folder (``job.json``) and the ranks launched (``run.json``).
+
+llmbench's bytecode (``__pycache__``) is written first, as the first job of a checkout
+writes it for the later ones and a package install does at install time: where
+PYTHONDONTWRITEBYTECODE is set and the checkout has none, each of the three Python
+processes of every job would compile llmbench's modules again (about 0.1 s each on a
+loaded 2-core machine), which Snakemake's own installed modules never do.
+``--no-bytecode`` measures that case.
 
 The floor: three jobs of a one-rule Snakefile whose script only notes the time, with the
 training rule's resource names, through the same profile on the same cluster: what
@@ -47,6 +55,14 @@ TARGETS = (
     "tiny-llama_tiny_bf16_cpux1_perf",
     "tiny-llama_tiny_fp32_cpux2_perf",
 )
+
+
+def compile_bytecode() -> None:
+    """Write the bytecode of llmbench's modules (py_compile writes it whatever
+    PYTHONDONTWRITEBYTECODE says)."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "llmbench")], check=True
+    )
 
 
 SCALES_PER_SWEEP = 100
@@ -174,7 +190,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even above target")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="leave llmbench's __pycache__ as it is"
+    )
     args = parser.parse_args()
+    if not args.no_bytecode:
+        compile_bytecode()
 
     with local_cluster() as cluster, tempfile.TemporaryDirectory() as tmp:
         # the baseline first: the big sweep then finds the cluster warm too
@@ -194,6 +215,7 @@ def main() -> None:
         "ratio_mean_vs_baseline": ratio,
         "floor_s": floor,
         "target_s": TARGET_S,
+        "bytecode_compiled": not args.no_bytecode,
     }
     for run, s in big_s.items():
         print(f"{run}: {s:.2f} s in allocation before the run started "

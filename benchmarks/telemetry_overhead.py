@@ -46,7 +46,8 @@ import psutil
 from llmbench.config import validate_and_expand
 from llmbench.parsers import parse_log
 from llmbench.runner import run_attempt
-from llmbench.telemetry.run import TelemetrySettings, read_step_clock, sampler_command
+from llmbench.telemetry.results import read_step_clock
+from llmbench.telemetry.run import TelemetrySettings, sampler_command
 
 TARGET = 0.02
 

@@ -13,6 +13,7 @@ from llmbench.embedded.train import (
     rank_info,
 )
 from llmbench.parsers import parse_log
+from llmbench.parsers.table import steps_table
 
 
 def test_rank_from_torchrun_then_srun_then_single() -> None:
@@ -35,9 +36,9 @@ def test_step_lines_are_read_back_by_the_nemo_parser(tmp_path) -> None:
     lines = [nemo_step_line(i, 50, 1e-3, 8, 7.0 - i / 10, 0.05 + i / 1000, 123) for i in range(50)]
     log.write_text("\n".join(lines) + "\n")
     parsed = parse_log(log)
-    assert list(parsed.steps.iteration) == list(range(50))
-    assert parsed.steps.step_time_s.iloc[40] == pytest.approx(0.09)
-    assert parsed.steps.loss.iloc[10] == pytest.approx(6.0)
+    assert list(steps_table(parsed).iteration) == list(range(50))
+    assert steps_table(parsed).step_time_s.iloc[40] == pytest.approx(0.09)
+    assert steps_table(parsed).loss.iloc[10] == pytest.approx(6.0)
     assert parsed.summary.status == "success"
     window = [0.05 + i / 1000 for i in range(35, 45)]
     assert parsed.summary.step_time_mean_s == pytest.approx(sum(window) / 10)

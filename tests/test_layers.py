@@ -5,6 +5,9 @@ function except of a heavy optional dependency, with a comment saying so."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "redact",
         "stack_dumps",
         "atomic",
+        "atomic_tables",
         "yamlfile",
         "step_clock",
     ),
@@ -54,7 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 3: parsers: bytes -> LogSummary
     ("parsers",),
     # 4: run lifecycle: runner, attempts, the run record
-    ("runner", "attempts", "run_record", "outcome"),
+    ("runner", "attempts", "run_record", "outcome", "train_outputs"),
     # 5: aggregate: runs / steps tables, references
     ("aggregate", "reference"),
     # 6: report and history: tables, plots, pages, sweeps over time
@@ -210,3 +214,22 @@ def test_no_private_import_and_no_function_level_import(module: str) -> None:
             if "#" not in lines[node.lineno - 1] and not lines[i - 1].strip().startswith("#"):
                 problems.append(f"line {node.lineno}: function-level import without a comment")
     assert problems == []
+
+
+BEFORE_THE_RANKS = ("llmbench.attempts", "llmbench.parsers", "llmbench.atomic")
+"""What a train job imports before its ranks start (workflow/scripts/train.py): the
+job's seconds in its allocation until then are a target (benchmarks/slurm_job_start.py)."""
+TABLE_LIBRARIES = ("numpy", "pandas", "pyarrow")
+"""Loaded by the modules that write tables (``atomic_tables``, ``parsers.table``,
+``telemetry.results``, ``train_outputs``), once the ranks have run."""
+
+
+def test_a_train_job_starts_its_ranks_without_table_libraries() -> None:
+    code = (
+        f"import sys; import {', '.join(BEFORE_THE_RANKS)}; "
+        f"print(sorted(m for m in {TABLE_LIBRARIES!r} if m in sys.modules))"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

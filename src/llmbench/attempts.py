@@ -22,15 +22,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from llmbench.atomic import write_json_atomic, write_parquet_atomic
+from llmbench.atomic import write_json_atomic
 from llmbench.outcome import run_outcome
 from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
-from llmbench.run_record import parse_attempt_log, summarize_record
+from llmbench.run_record import parse_attempt_log
 from llmbench.runner import ATTEMPT_PREFIX, JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt
 from llmbench.runspec import RunSpec
 from llmbench.slurm import SLURM_FAILURE_STATES, job_state
-from llmbench.telemetry.run import TelemetrySettings, run_telemetry
+from llmbench.telemetry.run import TelemetrySettings
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
@@ -166,18 +166,17 @@ def run_or_salvage(
 
 def train_job(
     run: Mapping[str, Any],
-    outputs: Mapping[str, str | Path],
+    record_path: str | Path,
     job_attempt: int,
     infra_retries: int,
     source_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The train rule: ``run_or_salvage`` of ``run["spec"]`` (launch settings
-    ``run["env"]``) in the folder of ``outputs["record"]``, then the reported attempt's
-    record, its log summary and its parsed steps (``outputs["summary"]``,
-    ``outputs["steps"]``) and its telemetry samples and window energy
-    (``outputs["telemetry"]``, ``outputs["energy"]``), each written atomically. The log
-    is parsed in the same job: one job per run keeps a large sweep's DAG small."""
-    record_path = Path(outputs["record"])
+    """The train rule's run: ``run_or_salvage`` of ``run["spec"]`` (launch settings
+    ``run["env"]``) in the folder of ``record_path``, where the reported attempt's record
+    is then written atomically; returns that record. The rule's other outputs come from
+    ``llmbench.train_outputs.write_train_outputs``: apart, because they need numpy,
+    pandas and pyarrow, which the job loads only once its ranks have run."""
+    record_path = Path(record_path)
     record = run_or_salvage(
         RunSpec.from_dict(run["spec"]),
         record_path.parent,
@@ -188,12 +187,6 @@ def train_job(
         telemetry=TelemetrySettings.from_config(run["telemetry"]),
     )
     write_json_atomic(record_path, record)
-    summary, parsed = summarize_record(record_path)
-    write_json_atomic(outputs["summary"], summary)
-    write_parquet_atomic(parsed.steps, outputs["steps"])
-    samples, energy = run_telemetry(record_path.parent, record)
-    write_parquet_atomic(samples, outputs["telemetry"])
-    write_json_atomic(outputs["energy"], energy.as_dict())
     return record
 
 

@@ -1,7 +1,7 @@
 """``step_clock.csv``: when each training step started and ended, in Unix seconds.
 
 Rank 0 of a run with telemetry (``LLMBENCH_TELEMETRY`` set by the runner) writes one line
-per step into its working directory, the attempt folder; ``llmbench.telemetry.run``
+per step into its working directory, the attempt folder; ``llmbench.telemetry.results``
 aligns the samplers' power readings with the step window by it. Standard library only:
 the entry points import it inside the training containers.
 """

@@ -24,12 +24,8 @@ from llmbench.aggregate import (
     spec_row,
     steps_table_from_frame,
 )
-from llmbench.atomic import (
-    write_csv_atomic,
-    write_json_atomic,
-    write_parquet_atomic,
-    write_text_atomic,
-)
+from llmbench.atomic import write_json_atomic, write_text_atomic
+from llmbench.atomic_tables import write_csv_atomic, write_parquet_atomic
 from llmbench.attempts import attempt_history
 from llmbench.reference import compare, references_for
 from llmbench.report_tables import (
@@ -41,7 +37,7 @@ from llmbench.report_tables import (
 )
 from llmbench.run_record import read_record
 from llmbench.scaling_tables import scaling_html, scaling_markdown
-from llmbench.telemetry.run import read_energy
+from llmbench.telemetry.results import read_energy
 
 T = TypeVar("T")
 
@@ -60,7 +56,7 @@ class SweepInputs:
     """What the aggregate job reads, one entry per run in the same order: run records,
     (attempts, earlier outcomes) from ``attempt_history``, Slurm node lists, the log
     summaries (a frame), every run's parsed steps (one long frame with ``run_id``) and
-    its window energy (a frame, ``llmbench.telemetry.run.read_energy``; None: not read)."""
+    its window energy (a frame, ``llmbench.telemetry.results.read_energy``; None: not read)."""
 
     records: list[dict[str, Any]]
     histories: list[tuple[int, str]]

@@ -10,6 +10,7 @@ import pytest
 
 from llmbench.errors import ConfigError, ParseError
 from llmbench.parsers import STEP_COLUMNS, Framework, Reason, Status, parse_log, read_facts
+from llmbench.parsers.table import steps_table
 
 NEMO_FULL = (
     "Training epoch 0, iteration {i}/{last} | lr: 7.496e-06 | global_batch_size: 128 | "
@@ -52,7 +53,7 @@ def test_nemo_window_stats_and_success(tmp_path: Path) -> None:
     assert (s.max_iteration, s.last_iteration_expected, s.iteration_base) == (49, 49, 0)
     assert (s.n_iterations, s.window_iterations) == (50, 10)
     assert math.isnan(s.tflops_per_gpu_mean)
-    steps = parsed.steps
+    steps = steps_table(parsed)
     assert list(steps.columns) == list(STEP_COLUMNS)
     assert steps.iteration.dtype == "int64" and steps.step_time_s.dtype == "float64"
     assert steps.peak_memory_bytes.iloc[0] == 70833405952
@@ -83,7 +84,7 @@ def test_nemo_field_order_notation_and_optional_fields(tmp_path: Path) -> None:
         " | train_step_timing in s: 12.0 | reduced_train_loss: 11",
     ]
     parsed = parse_log(write(tmp_path, lines), window=(0, 1))
-    steps = parsed.steps
+    steps = steps_table(parsed)
     assert steps.step_time_s.tolist() == [12.5, 12.0]
     assert steps.tflops_per_gpu.tolist() == [650.0, 640.0]
     assert steps.loss.tolist() == [12.0, 11.0]
@@ -97,7 +98,7 @@ def test_nemo_timing_list_when_no_step_lines(tmp_path: Path) -> None:
     path = write(tmp_path, ["[NeMo I x] train_step_timing in s: [11.85, 6.98, 7.0]"])
     parsed = parse_log(path, window=(1, 2))
     assert parsed.summary.framework == "nemo2"
-    assert parsed.steps.step_time_s.tolist() == [11.85, 6.98, 7.0]
+    assert steps_table(parsed).step_time_s.tolist() == [11.85, 6.98, 7.0]
     assert parsed.summary.step_time_mean_s == pytest.approx(6.99)
 
 
@@ -116,8 +117,8 @@ def test_megatron_is_one_based_and_reads_tflops_grad_norm(tmp_path: Path) -> Non
     assert s.step_time_mean_s == pytest.approx(9.005)
     assert s.step_time_std_s == pytest.approx(0.005)
     assert s.tflops_per_gpu_mean == pytest.approx(663.5)
-    assert parsed.steps.grad_norm.iloc[0] == 2.9
-    assert parsed.steps.loss.iloc[0] == 7.4
+    assert steps_table(parsed).grad_norm.iloc[0] == 2.9
+    assert steps_table(parsed).loss.iloc[0] == 7.4
 
 
 def test_megatron_nan_iterations_make_run_invalid(tmp_path: Path) -> None:
@@ -169,7 +170,7 @@ def test_restart_later_lines_win_and_duplicates_count_once(tmp_path: Path) -> No
     s = parsed.summary
     assert (s.restarts, s.duplicates, s.n_iterations) == (1, 1, 50)
     assert s.step_time_mean_s == 10.0  # the re-run iterations replaced the first ones
-    assert parsed.steps.step_time_s.iloc[0] == 20.0
+    assert steps_table(parsed).step_time_s.iloc[0] == 20.0
 
 
 @pytest.mark.parametrize(
@@ -341,8 +342,9 @@ def test_first_megatron_line_without_loss_is_a_step(tmp_path: Path) -> None:
         "   0 |"
     )
     parsed = parse_log(write(tmp_path, [first, *megatron_every_10()[1:]]), "last:5")
-    assert parsed.steps.step_time_s.iloc[0] == pytest.approx(0.9953)
-    assert math.isnan(parsed.steps.loss.iloc[0]) and parsed.steps.skipped_iterations.iloc[0] == 10
+    steps = steps_table(parsed)
+    assert steps.step_time_s.iloc[0] == pytest.approx(0.9953)
+    assert math.isnan(steps.loss.iloc[0]) and steps.skipped_iterations.iloc[0] == 10
     assert parsed.summary.status == "success"
 
 
@@ -438,7 +440,7 @@ def test_a_bad_step_time_outside_the_window_is_kept(tmp_path: Path) -> None:
     lines = nemo_lines()
     lines[3] = NEMO_FULL.format(i=3, last=49, loss=11.0, t="-1")
     parsed = parse_log(write(tmp_path, lines))
-    assert parsed.summary.status == "success" and parsed.steps.step_time_s.iloc[3] == -1
+    assert parsed.summary.status == "success" and steps_table(parsed).step_time_s.iloc[3] == -1
 
 
 STACKED = [
@@ -497,7 +499,7 @@ def test_maxtext_numbering_other_step_lines_and_last_n(tmp_path: Path) -> None:
     s = parsed.summary
     assert (s.n_iterations, s.max_iteration, s.window) == (20, 20, (15, 19))
     assert (s.status, s.step_time_mean_s, s.step_time_std_s) == ("success", 1.0, 0.0)
-    assert parsed.steps.iteration.tolist() == list(range(1, 21))
+    assert steps_table(parsed).iteration.tolist() == list(range(1, 21))
 
 
 def test_tflops_above_the_peak_are_kept_and_flagged(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 import sys
 from pathlib import Path
 
-from llmbench.atomic import write_parquet_atomic
-from llmbench.telemetry.run import sweep_samples
+from llmbench.atomic_tables import write_parquet_atomic
+from llmbench.telemetry.results import sweep_samples
 
 sys.stderr = open(snakemake.log[0], "w")
 run_dirs = [Path(path) for path in snakemake.params.run_dirs]

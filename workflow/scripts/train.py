@@ -1,13 +1,22 @@
+"""The train rule: run the attempt(s) and write the run record, then the outputs parsed
+from it. Their module needs numpy, pandas and pyarrow, so it is imported only after the
+ranks have run: the job's time before its ranks start does not include loading them
+(benchmarks/slurm_job_start.py)."""
+
 import sys
 from pathlib import Path
 
 from llmbench.attempts import train_job
 
 sys.stderr = open(snakemake.log[0], "w")
-train_job(
+record = train_job(
     snakemake.params.run,
-    dict(snakemake.output.items()),
+    snakemake.output.record,
     job_attempt=snakemake.resources.llmbench_try,
     infra_retries=snakemake.params.infra_retries,
     source_dir=Path(snakemake.scriptdir),
 )
+
+from llmbench.train_outputs import write_train_outputs  # noqa: E402  (see the docstring)
+
+write_train_outputs(record, dict(snakemake.output.items()))

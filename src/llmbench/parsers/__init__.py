@@ -4,9 +4,10 @@ Interface (kept stable for the workflow and the CLI):
 - ``parse_log(path, window=(35, 44), expected_steps=None, *, framework=None, nccl=False,
   peak_tflops=None) -> ParsedLog``; ``window`` may also be ``"35-44"``, ``"last:10"`` or a
   ``Window`` (``as_window`` checks one)
-- ``ParsedLog.steps``: one row per unique iteration, columns ``STEP_COLUMNS``:
-  ``iteration`` (int64, as the framework numbers it) then float64 values, NaN when not
-  logged (``step_time_s``, ``loss``, ``tflops_per_gpu``, memory, grad norm ...).
+- ``llmbench.parsers.table.steps_table(parsed)``: one row per unique iteration, columns
+  ``STEP_COLUMNS``: ``iteration`` (int64, as the framework numbers it) then float64
+  values, NaN when not logged (``step_time_s``, ``loss``, ``tflops_per_gpu``, memory, grad
+  norm ...). Imported from its module, not from here: this package loads no pandas.
 - ``ParsedLog.summary``: a ``LogSummary``; statuses and reasons are ``Status``/``Reason``.
 
 Formats, numbering and status rules: docs/log-formats.md.

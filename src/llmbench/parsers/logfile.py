@@ -1,10 +1,11 @@
-"""``parse_log``: one pass over a training log into a per-iteration table and a summary.
+"""``parse_log``: one pass over a training log into per-iteration rows and a summary.
 
 The scanner hands over only lines holding a needle; this module turns them into rows,
 tracks restarts and duplicates, and collects checkpoint timings, failure markers and the
 job's outcome, all in that one pass.
-pandas is imported only when ``ParsedLog.steps`` is first read, so summarising a log
-(``llmbench parse``) stays small in memory.
+The rows become a table (pandas) in ``llmbench.parsers.table``, not here: summarising a
+log (``llmbench parse``, the runner's watchdog, a train job before its ranks start) loads
+neither numpy nor pandas.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-
-import pandas as pd
 
 from llmbench.errors import ConfigError, ParseError
 from llmbench.metrics import DEFAULT_WINDOW
@@ -218,23 +216,13 @@ class LogReader:
 
 @dataclass
 class ParsedLog:
-    """A parsed log: ``summary`` plus the per-iteration ``steps`` table (built on demand)."""
+    """A parsed log: ``summary`` plus the values of each unique iteration (``rows``:
+    iteration -> column -> value; ``llmbench.parsers.table.steps_table`` makes them the
+    steps table)."""
 
     summary: LogSummary
     rows: Mapping[int, Mapping[str, float]] = field(default_factory=dict, repr=False)
     nccl: list[CollectiveSummary] = field(default_factory=list, repr=False)
-
-    @cached_property
-    def steps(self) -> pd.DataFrame:
-        """One row per unique iteration; columns ``STEP_COLUMNS``, NaN where not logged."""
-        iterations = sorted(self.rows)
-        data: dict[str, list[float] | list[int]] = {"iteration": iterations}
-        for name in step_lines.VALUE_COLUMNS:
-            data[name] = [self.rows[i].get(name, math.nan) for i in iterations]
-        frame = pd.DataFrame(data, columns=list(step_lines.STEP_COLUMNS))
-        return frame.astype(
-            {"iteration": "int64"} | dict.fromkeys(step_lines.VALUE_COLUMNS, "float64")
-        )
 
 
 def read_facts(

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from llmbench.atomic import write_json_atomic, write_parquet_atomic, write_text_atomic
+from llmbench.atomic import write_json_atomic, write_text_atomic
+from llmbench.atomic_tables import write_parquet_atomic
 from llmbench.preflight.gate import gate, nodes_table
 from llmbench.preflight.settings import PreflightSettings
 from llmbench.report_tables import table_html

@@ -1,4 +1,6 @@
-"""Telemetry of one run attempt: start and stop its sampler, and read what it left.
+"""Telemetry of one run attempt: start and stop its sampler (what it left is read by
+``llmbench.telemetry.results``, with pandas; this module needs neither numpy nor pandas,
+so a train job starts its ranks without loading them).
 
 An attempt folder holds ``telemetry-<node>.csv`` (+ ``.json``, the sources' status) per
 sampled node and ``step_clock.csv`` (iteration, start and end in Unix seconds) written by
@@ -10,7 +12,6 @@ one beside the launch command, on its own node.
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -18,12 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from llmbench.step_clock import STEP_CLOCK_FILE
-from llmbench.telemetry.energy import WindowEnergy, window_energy
-from llmbench.telemetry.frames import read_samples
-from llmbench.telemetry.sampler import DEFAULT_PERIOD_MS, status_path
+from llmbench.telemetry.sampler import DEFAULT_PERIOD_MS
 
 SAMPLES_GLOB = "telemetry-*.csv"
 STOP_TIMEOUT_S = 20.0
@@ -84,77 +80,3 @@ def sampling(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def read_step_clock(attempt_dir: Path) -> pd.DataFrame:
-    columns = ["iteration", "start_unix_s", "end_unix_s"]
-    try:
-        clock = pd.read_csv(attempt_dir / STEP_CLOCK_FILE, on_bad_lines="skip")
-    except (OSError, pd.errors.EmptyDataError):
-        return pd.DataFrame(columns=columns)
-    if list(clock.columns) != columns:
-        return pd.DataFrame(columns=columns)
-    return clock.apply(pd.to_numeric, errors="coerce").dropna()
-
-
-def source_reasons(attempt_dir: Path) -> dict[str, str]:
-    """Per source, "ok" when any node's sampler read it, else the first node's reason."""
-    reasons: dict[str, str] = {}
-    for csv in sorted(attempt_dir.glob(SAMPLES_GLOB)):
-        try:
-            status = json.loads(status_path(csv).read_text())
-        except (OSError, ValueError):
-            continue
-        for source, why in status.get("sources", {}).items():
-            if reasons.get(source) != "ok":
-                reasons[source] = why
-    return reasons
-
-
-def run_telemetry(run_dir: Path, record: Mapping[str, Any]) -> tuple[pd.DataFrame, WindowEnergy]:
-    """(samples tagged with run and attempt, energy figures) of the reported attempt."""
-    attempt_dir = run_dir / record.get("attempt_dir", "")
-    spec = record["spec"]
-    samples = read_samples(sorted(attempt_dir.glob(SAMPLES_GLOB)))
-    reasons = source_reasons(attempt_dir) if record.get("attempt_dir") else {}
-    if samples.empty and not reasons:
-        energy = WindowEnergy(energy_reason="no telemetry: sampling off or no sampler output")
-    else:
-        energy = window_energy(
-            samples,
-            read_step_clock(attempt_dir),
-            spec["window"],
-            spec["global_batch_size"] * spec["seq_len"],
-            spec["gpus"],
-            spec["nodes"],
-            spec["gpu_type"],
-            reasons,
-        )
-    tagged = samples.assign(run_id=record["run_id"], attempt=record.get("attempt"))
-    return tagged, energy
-
-
-ENERGY_FILE = "energy.json"
-
-
-def read_energy(run_dir: Path) -> dict[str, Any]:
-    """The run's ``energy.json`` (written by the train job), or NaN figures saying why not."""
-    try:
-        return json.loads((run_dir / ENERGY_FILE).read_text())
-    except (OSError, ValueError):
-        return WindowEnergy(energy_reason=f"no {ENERGY_FILE} beside the run record").as_dict()
-
-
-def sweep_samples(run_dirs: list[Path]) -> pd.DataFrame:
-    """Every run's ``telemetry.parquet``, one table (the sweep-wide telemetry table)."""
-    frames = [
-        pd.read_parquet(d / "telemetry.parquet")
-        for d in run_dirs
-        if (d / "telemetry.parquet").exists()
-    ]
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return read_samples([]).assign(
-            run_id=pd.Series(dtype="object"), attempt=pd.Series(dtype="Int64")
-        )
-    return pd.concat(frames, ignore_index=True)
