@@ -310,17 +310,20 @@ def _outcomes(specs: pd.DataFrame, summaries: pd.DataFrame) -> tuple[np.ndarray,
 
     exit_codes = pd.to_numeric(specs["exit_code"], errors="coerce").astype(object)
     exit_codes = exit_codes.where(exit_codes.notna(), None).tolist()
-    judged = [
-        run_outcome(status, reason, None if code is None else int(code), killed, ended)
-        for status, reason, code, killed, ended in zip(
-            column(summaries, "status"),
-            column(summaries, "reason"),
-            exit_codes,
-            column(specs, "failure_reason"),
-            column(specs, "ended_by"),
-            strict=True,
-        )
-    ]
+    # judged once per distinct (status, reason, exit code, kill, end): a sweep has few
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
+    judged = []
+    for key in zip(
+        column(summaries, "status"),
+        column(summaries, "reason"),
+        [None if code is None else int(code) for code in exit_codes],
+        column(specs, "failure_reason"),
+        column(specs, "ended_by"),
+        strict=True,
+    ):
+        if key not in seen:
+            seen[key] = run_outcome(*key)
+        judged.append(seen[key])
     status = np.array([s for s, _ in judged], dtype=object)
     reason = np.array([r for _, r in judged], dtype=object)
     return status, reason
@@ -368,12 +371,13 @@ def runs_table_from_frames(
     out["achieved_tflops_per_gpu"] = metrics.tflops_per_gpu(gbs, flops, step_ok, gpus)
     peak_flops = out["peak_tflops_per_gpu"] * metrics.FLOPS_PER_TFLOPS
     out["mfu"] = metrics.mfu(gbs, flops, step_ok, gpus, peak_flops)
-    if energy is None:
-        energy = pd.DataFrame(
-            [WindowEnergy(energy_reason="telemetry not read").as_dict()] * len(out)
-        )
-    for col in ENERGY_DTYPES:
-        out[col] = energy[col].to_numpy() if col in energy.columns else None
+    if energy is None:  # every run the same values: one per column, broadcast
+        unread = WindowEnergy(energy_reason="telemetry not read").as_dict()
+        for col in ENERGY_DTYPES:
+            out[col] = unread.get(col)
+    else:
+        for col in ENERGY_DTYPES:
+            out[col] = energy[col].to_numpy() if col in energy.columns else None
     # Above the datasheet peak cannot be true: flagged, and never judged against a reference.
     out["implausible"] = np.where(out["mfu"].gt(1), "mfu_above_100pct", None)
     out["started_at"] = pd.to_datetime(out["started_at"], utc=True, format="ISO8601")
