@@ -14,7 +14,8 @@ Figures, each only when it has data (a figure with nothing to show is not writte
 
 Lines carry their label at their last point, so no legend needs to be looked up.
 Only successful ``perf`` runs are drawn in the metric figures. The same tables give the
-same bytes (no dates, fixed SVG ids).
+same bytes (no dates, fixed SVG ids). SVG text is text (``<text>`` in DejaVu Sans, else
+the viewer's sans-serif), not glyph outlines.
 """
 
 from __future__ import annotations
