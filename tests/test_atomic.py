@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 from hypothesis import given, settings
@@ -15,6 +16,8 @@ from llmbench.atomic_tables import csv_text, write_csv_atomic, write_parquet_ato
 FLOATS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0.0, -0.0, 1e16, 1e-5, 1e-4, 0.1 + 0.2, 123456789.125, 5e-324]),
+    # where Arrow's notation and repr's meet: 1e-4 and 1e10, whole numbers in between
+    st.sampled_from([1e10, 9999999999.0, 9999999999.999998, 1e-4 * (1 - 2**-52), 12.0, -3.0]),
 )
 # milliseconds since 1970, with whole seconds and midnights drawn often
 MILLIS = st.one_of(
@@ -54,6 +57,15 @@ def test_csv_text_is_pandas_to_csv(floats, millis, texts, ints, flags, name) -> 
     for columns in (["s"], [], ["x", "s"]):  # one column (an empty field is quoted), none
         assert csv_text(frame[columns]) == frame[columns].to_csv(index=False)
     assert csv_text(frame.iloc[0:0]) == frame.iloc[0:0].to_csv(index=False)
+
+
+def test_floats_of_every_magnitude_are_written_as_repr() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=200_000) * 10.0 ** rng.integers(-320, 300, 200_000)
+    values = np.concatenate([values, np.round(values, 3), np.trunc(values), [math.inf, -0.0]])
+    expected = [repr(v) for v in values.tolist()]
+    written = csv_text(pd.DataFrame({"x": values, "i": 0})).splitlines()[1:]
+    assert [line.removesuffix(",0") for line in written] == expected
 
 
 def test_only_midnights_and_only_nulls() -> None:

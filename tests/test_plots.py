@@ -31,13 +31,15 @@ def files(*figures: str) -> set[str]:
     return {f"{f}.{ext}" for f in figures for ext in ("svg", "png")}
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
 def svg_texts(path: Path) -> list[str]:
-    """Every text drawn in an SVG (matplotlib writes each as a comment before its glyphs);
-    parsing it also proves the file is well-formed XML."""
-    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
-    root = ET.parse(path, parser).getroot()
-    assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    return [el.text.strip() for el in root.iter() if el.tag is ET.Comment and el.text]
+    """Every text drawn in an SVG (each a ``<text>`` element); parsing it also proves the
+    file is well-formed XML."""
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return ["".join(el.itertext()).strip() for el in root.iter(f"{SVG}text")]
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -139,6 +141,17 @@ def test_the_status_matrix_shows_each_outcome(nemo) -> None:
         assert any(dtype in t and variant in t for t in texts), (dtype, variant)
 
 
+def test_svg_text_is_text_in_a_sans_serif_font_not_glyph_outlines(nemo) -> None:
+    for svg in nemo.out.glob("*.svg"):
+        root = ET.parse(svg).getroot()
+        titles = [t for t in root.iter(f"{SVG}text") if "Llama 3.1 8B on H100" in (t.text or "")]
+        assert len(titles) == 1, svg.name
+        assert "sans-serif" in titles[0].get("style", ""), svg.name
+        # no glyph outlines: matplotlib defines those as paths with ids after the font
+        glyphs = [el for el in root.iter(f"{SVG}path") if "DejaVu" in el.get("id", "")]
+        assert glyphs == [], svg.name
+
+
 def test_pngs_are_valid_images_with_content(nemo) -> None:
     for png in nemo.out.glob("*.png"):
         width, height = png_size(png)
@@ -206,7 +219,7 @@ def test_many_points_make_the_svg_trace_an_image(tmp_path, monkeypatch) -> None:
     plot_group(runs, steps, "g", tmp_path / "vector")
     monkeypatch.setattr("llmbench.plots.TRACE_VECTOR_POINTS", len(steps) - 1)
     plot_group(runs, steps, "g", tmp_path / "raster")
-    image = "{http://www.w3.org/2000/svg}image"
+    image = f"{SVG}image"
     for kind, images in (("vector", 0), ("raster", 1)):
         root = ET.parse(tmp_path / kind / "step_trace.svg").getroot()
         assert len(list(root.iter(image))) == images, kind

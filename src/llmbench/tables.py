@@ -21,7 +21,7 @@ from llmbench.aggregate import (
     attempt_nodelist,
     peak_for,
     runs_table_from_frames,
-    spec_row,
+    spec_columns,
     steps_table_from_frame,
 )
 from llmbench.atomic import write_json_atomic, write_text_atomic
@@ -108,11 +108,9 @@ def write_sweep_tables(
     records = inputs.records
 
     def spec_rows() -> pd.DataFrame:
-        rows = [
-            spec_row(rec, peak_for(rec["spec"], inputs.cpu_peak), history, nodes)
-            for rec, history, nodes in zip(records, inputs.histories, inputs.nodelists, strict=True)
-        ]
-        return pd.DataFrame(rows).assign(sweep_id=sweep["sweep_id"])
+        peaks = [peak_for(rec["spec"], inputs.cpu_peak) for rec in records]
+        columns = spec_columns(records, peaks, inputs.histories, inputs.nodelists)
+        return pd.DataFrame(columns).assign(sweep_id=sweep["sweep_id"])
 
     def steps_table() -> pd.DataFrame:
         steps = steps_table_from_frame(specs, inputs.steps)
