@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
-from snakemake.common import get_function_params
+from snakemake.common import get_function_params, get_input_function_aux_params
 
 from llmbench.config import run_specs, validate_and_expand, validate_config
 from llmbench.wiring import (
@@ -55,10 +55,15 @@ def test_callables_carry_their_parameters_for_snakemake() -> None:
     def get_thing(wildcards, attempt):
         return attempt
 
-    assert get_function_params(with_signature(get_thing)) == ["wildcards", "attempt"]
+    stored = get_function_params(with_signature(get_thing))
+    assert stored is get_function_params(get_thing)  # stored once, not parsed per call
+    assert list(stored) == ["wildcards", "attempt"]
     value = per_run({"a": 1, "b": 2}, lambda run, attempt: 0)
-    # a stored list, not a signature parsed on each call
-    assert get_function_params(value) == ["wildcards", "attempt"]
+    assert get_function_params(value) is get_function_params(value)
+    assert list(get_function_params(value)) == ["wildcards", "attempt"]
+    # what Snakemake asks of an input function's parameters (their kinds) still works
+    aux = get_input_function_aux_params(value, {"attempt": 1, "other": 2})
+    assert dict(aux) == {"attempt": 1}
 
 
 def test_train_resources_per_run(tmp_path) -> None:
