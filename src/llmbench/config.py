@@ -443,20 +443,8 @@ def _resolve_catalog(
             parse_image(image)
         except LaunchError as err:
             raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
-    parallelism = Parallelism(
-        tp=row.tp,
-        pp=row.pp,
-        cp=row.cp,
-        ep=row.ep,
-        etp=row.etp,
-        dp=row.dp,
-        vp=row.vp,
-        fsdp=row.fsdp,
-        ga=row.ga,
-        cuda_graphs=row.cuda_graphs,
-        recompute_layers=row.recompute_layers,
-        offload_layers=row.offload_layers,
-    )
+    # the row's columns of the same names (Parallelism lists them, in the row's order)
+    parallelism = Parallelism(**{key: getattr(row, key) for key in Parallelism.__annotations__})
     gpus_per_node = catalog.gpu(row.gpu_type).gpus_per_node
     parity = resolve_parity(
         row.workload,
