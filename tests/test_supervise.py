@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from llmbench.limits import RunLimits
-from llmbench.supervise import Ended, Outcome, last_line, supervise
+from llmbench.supervise import STOP_SIGNALS, Ended, Outcome, last_line, supervise
 
 
 def pids_in(log: Path) -> list[int]:
@@ -126,19 +126,50 @@ print("supervise returned")
 """
 
 
+def _start_supervisor(log: Path, ignored: tuple[signal.Signals, ...]) -> subprocess.Popen:
+    """The SUPERVISOR script with the stop signals at their defaults but ``ignored`` (as
+    ``nohup`` ignores SIGHUP), whatever this test process inherited."""
+
+    def dispositions() -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+
+    return subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, str(log)],
+        stdout=subprocess.PIPE, text=True, preexec_fn=dispositions,
+    )  # fmt: skip
+
+
+def _run_pids(log: Path) -> list[int]:
+    deadline = time.monotonic() + 60
+    while len(pids_in(log) if log.exists() else []) < 2:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.1)
+    return pids_in(log)
+
+
+def test_an_ignored_hangup_leaves_the_run_running(tmp_path) -> None:
+    """``nohup snakemake ...``: a hangup the user chose to ignore must not end a run."""
+    log = tmp_path / "train.log"
+    supervisor = _start_supervisor(log, ignored=(signal.SIGHUP,))
+    pids = _run_pids(log)
+    supervisor.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert supervisor.poll() is None
+    assert all(psutil.pid_exists(pid) for pid in pids)
+    supervisor.send_signal(signal.SIGTERM)  # still stoppable, and it still cleans up
+    supervisor.communicate(timeout=60)
+    assert supervisor.returncode == -signal.SIGTERM
+    assert_all_gone(pids)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stopped_supervisor_ends_the_run_first(tmp_path, sig) -> None:
     """Snakemake or scancel stopping the job: the run's processes (in sessions of their
     own) must not outlive the supervisor, which then dies of that signal."""
     log = tmp_path / "train.log"
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISOR, str(log)], stdout=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 60
-    while len(pids_in(log) if log.exists() else []) < 2:
-        assert time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.1)
-    pids = pids_in(log)
+    supervisor = _start_supervisor(log, ignored=())
+    pids = _run_pids(log)
     supervisor.send_signal(sig)
     out, _ = supervisor.communicate(timeout=60)
     assert "supervise returned" not in out

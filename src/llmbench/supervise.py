@@ -100,11 +100,16 @@ def _raise_stopped(signum: int, _frame: object) -> None:
 @contextlib.contextmanager
 def _stop_signals_raise() -> Iterator[None]:
     """While supervising, a stop signal raises ``_Stopped`` (signal handlers can only be
-    set from the main thread; elsewhere the caller's handlers stay)."""
+    set from the main thread; elsewhere the caller's handlers stay). A signal this process
+    ignores stays ignored: under ``nohup`` a hangup must not end the run."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _raise_stopped) for sig in STOP_SIGNALS}
+    previous = {
+        sig: signal.signal(sig, _raise_stopped)
+        for sig in STOP_SIGNALS
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
