@@ -45,19 +45,21 @@ SCOPE_DIRS = ("tests/nemo/",)
 building it into one folder at once would spoil it)."""
 
 SLURM_SCOPES = {
-    "slurm": ("test_faults.py",),
-    "slurm-2": ("test_recovery.py", "test_srun_embedded.py", "test_allocation.py"),
-    "slurm-3": ("test_workflow_slurm.py", "test_preflight_slurm.py"),
+    "slurm": ("test_faults.py", "test_workflow_slurm.py"),
+    "slurm-2": (
+        "test_recovery.py",
+        "test_preflight_slurm.py",
+        "test_srun_embedded.py",
+        "test_allocation.py",
+    ),
 }
-"""The Slurm suite in three groups of about equal length (~500-600 s each in CI): each
-xdist worker that runs one starts its own local cluster (other ports,
-tests/slurm/conftest.py), so the three run at once, mostly waiting on the scheduler. A
-file not listed goes to ``slurm``."""
+"""The Slurm suite in two groups of about equal length: each xdist worker that runs one
+starts its own local cluster (other ports, tests/slurm/conftest.py), so the two run at
+once, mostly waiting on the scheduler. A file not listed goes to ``slurm``."""
 
 LONGEST_SCOPES = (
     "slurm",
     "slurm-2",
-    "slurm-3",
     "tests/nemo/",
     "sweep",
     "tests/workflow/test_history_sweeps.py",
@@ -66,7 +68,7 @@ LONGEST_SCOPES = (
 )
 """The groups that take longest in CI, longest first (``--durations``): queued before the
 rest, so that no long group starts last and keeps one worker busy after the other is done.
-The Slurm groups come first, one on each worker, and the CPU-bound groups fill in
+The two Slurm groups come first, one on each worker, and the CPU-bound groups fill in
 around them (kept true by tests/test_prerequisites.py)."""
 
 

@@ -105,7 +105,7 @@ def local_cluster(index: int = 0) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[Path]:
     """Start the 2-node cluster once for the session (one per xdist worker, so that the
-    Slurm groups of tests/conftest.py run at once); yields its directory."""
+    two Slurm groups of tests/conftest.py run at once); yields its directory."""
     missing = missing_binaries()
     if missing:
         missing_prerequisite(
