@@ -78,6 +78,21 @@ def test_duplicate_runs_across_entries_are_refused() -> None:
     assert "run tiny-llama_tiny_fp32_cpux1_perf is already in sweeps[0]" in message
 
 
+def test_a_sweep_time_limit_replaces_the_top_level_one_for_its_runs() -> None:
+    raw = {
+        "sweeps": [{**TINY, "dtypes": ["fp32"]}, {**TINY, "dtypes": ["bf16"], "runtime_min": 2}],
+        "runtime_min": 7,
+    }
+    limits = {s.run_id: s.limits.time_limit_s for s in run_specs(validate_config(raw))}
+    assert limits == {
+        "tiny-llama_tiny_fp32_cpux1_perf": 7 * 60,
+        "tiny-llama_tiny_fp32_cpux2_perf": 7 * 60,
+        "tiny-llama_tiny_bf16_cpux1_perf": 2 * 60,
+        "tiny-llama_tiny_bf16_cpux2_perf": 2 * 60,
+    }
+    assert "sweeps[0].runtime_min" in error_of(with_sweep(runtime_min=0))
+
+
 def test_catalog_workload_resolves_its_row() -> None:
     cfg = validate_config(
         {

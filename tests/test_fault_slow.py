@@ -43,3 +43,19 @@ def test_slow_fault_takes_its_delay_in_seconds() -> None:
 def test_a_bad_slow_delay_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match="slow=<seconds>"):
         fault_for("r", value)
+
+
+def test_several_faults_each_strike_their_own_run() -> None:
+    value = "oom@3:*fp32_cpux2*:1,hang@5:*bf16*"
+    oom = fault_for("tiny-llama_tiny_fp32_cpux2_perf", value, attempt=1)
+    assert oom is not None and (oom.kind, oom.iteration) == ("oom", 3)
+    assert fault_for("tiny-llama_tiny_fp32_cpux2_perf", value, attempt=2) is None
+    hang = fault_for("tiny-llama_tiny_bf16_cpux1_perf", value, attempt=2)
+    assert hang is not None and (hang.kind, hang.iteration) == ("hang", 5)
+    assert fault_for("tiny-llama_tiny_fp32_cpux1_perf", value, attempt=1) is None
+
+
+@pytest.mark.parametrize("value", ["oom@3:a,sluggish@1:b", "oom@3:a:x", "oom@3:b:1,nan@x"])
+def test_a_malformed_fault_in_a_list_fails_every_run(value: str) -> None:
+    with pytest.raises(ValueError, match="several separated by ','"):
+        fault_for("a", value, attempt=2)

@@ -409,7 +409,7 @@ def _resolve_tiny(
         platform=dict(config.get(config["launcher"]) or {}),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
-        limits=_limits(config, tiny.FRAMEWORK, size, variant),
+        limits=_limits(config, sweep, tiny.FRAMEWORK, size, variant),
     )
 
 
@@ -483,15 +483,19 @@ def _resolve_catalog(
         threads_per_rank=config["threads_per_rank"],
         image=image,
         profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
-        limits=_limits(config, row.framework, size, variant),
+        limits=_limits(config, sweep, row.framework, size, variant),
         parity=parity,
     )
 
 
-def _limits(config: Mapping[str, Any], framework: str, size: str, variant: str) -> RunLimits:
+def _limits(
+    config: Mapping[str, Any], sweep: Mapping[str, Any], framework: str, size: str, variant: str
+) -> RunLimits:
+    """The run's limits: a sweep's own ``runtime_min`` before the top-level one."""
     watchdog = config["watchdog"]
+    runtime_min = sweep.get("runtime_min") or config["runtime_min"]
     return resolve_limits(
-        framework, size, variant, config["runtime_min"], watchdog["startup_s"], watchdog["stall_s"]
+        framework, size, variant, runtime_min, watchdog["startup_s"], watchdog["stall_s"]
     )
 
 

@@ -88,6 +88,7 @@ NUMERIC_KEYS: dict[tuple[Any, ...], Any] = {
     ("history", "trend_days"): 10**6,
     ("slurm", "segment"): 10**7,
     ("sweeps", 0, "scales", 0): 10**6,
+    ("sweeps", 0, "runtime_min"): 10**6,
 }
 FLOAT_KEYS = {("total_tokens",), ("reference", "tolerance")}
 

@@ -41,7 +41,8 @@ killed) or ``slow`` (every step from that iteration on takes ``SLOW_STEP_S`` lon
 ``<seconds>`` longer when written ``slow=<seconds>``); with
 ``<attempt>``, only that attempt of the run (``LLMBENCH_ATTEMPT``) fails. A ``hang`` at an
 iteration equal to the number of steps strikes after the last step (a run that finished but
-does not exit)."""
+does not exit). Several faults, separated by ``,``, each strike their own runs: the first
+that targets this run (and attempt) applies, so one sweep can hold several failures."""
 FAULT_KINDS = ("oom", "exception", "nan", "hang", "slow")
 HANG_LIMIT_S = 600
 SLOW_STEP_S = 0.1
@@ -55,24 +56,31 @@ class Fault:
 
 
 def fault_for(run_id: str, value: str | None, attempt: int | None = None) -> Fault | None:
-    """The fault ``LLMBENCH_FAULT`` asks for in this run (and attempt), if any."""
-    if not value:
-        return None
+    """The fault ``LLMBENCH_FAULT`` asks for in this run (and attempt), if any. Every fault
+    of the list is checked, so a malformed one fails every run, not only the runs it names."""
+    faults = [_one_fault(run_id, one, attempt) for one in (value or "").split(",") if one]
+    return next((fault for fault in faults if fault is not None), None)
+
+
+def _one_fault(run_id: str, value: str, attempt: int | None) -> Fault | None:
+    """One fault of the list, if it targets this run (and attempt)."""
     spec, _, target = value.partition(":")
     pattern, _, only_attempt = target.partition(":")
-    if only_attempt and (not only_attempt.isdigit() or int(only_attempt) != attempt):
-        return None
     kind, _, iteration = spec.partition("@")
     kind, _, delay = kind.partition("=")
     if (
         kind not in FAULT_KINDS
         or not iteration.isdigit()
         or (delay and (kind != "slow" or not _is_positive_number(delay)))
+        or (only_attempt and not only_attempt.isdigit())
     ):
         raise ValueError(
-            f"{FAULT_ENV}={value!r}: expected <kind>@<iteration>[:<run glob>], "
-            f"kind one of {', '.join(FAULT_KINDS)} (slow=<seconds> for a slow step)"
+            f"{FAULT_ENV}={value!r}: expected <kind>@<iteration>[:<run glob>[:<attempt>]], "
+            f"kind one of {', '.join(FAULT_KINDS)} (slow=<seconds> for a slow step), "
+            "several separated by ','"
         )
+    if only_attempt and int(only_attempt) != attempt:
+        return None
     if pattern and not fnmatch.fnmatchcase(run_id, pattern):
         return None
     return Fault(kind, int(iteration), float(delay) if delay else SLOW_STEP_S)
