@@ -45,13 +45,13 @@ SCOPE_DIRS = ("tests/nemo/",)
 building it into one folder at once would spoil it)."""
 
 SLURM_SCOPES = {
-    "slurm": ("test_faults.py", "test_workflow_slurm.py"),
-    "slurm-2": (
-        "test_recovery.py",
-        "test_preflight_slurm.py",
+    "slurm": (
+        "test_faults.py",
+        "test_workflow_slurm.py",
         "test_srun_embedded.py",
         "test_allocation.py",
     ),
+    "slurm-2": ("test_recovery.py", "test_preflight_slurm.py"),
 }
 """The Slurm suite in two groups of about equal length: each xdist worker that runs one
 starts its own local cluster (other ports, tests/slurm/conftest.py), so the two run at
