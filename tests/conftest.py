@@ -135,9 +135,15 @@ def tiny_sweep(scales: tuple[int, ...] = (1, 2), dtypes: tuple[str, ...] = ("fp3
     }
 
 
+TINY_STEPS = 25
+TINY_WINDOW = [15, 24]
+"""The tests' runs: 25 steps averaged over the last 10 (the default run is 50 over 10). Every
+step of a rank costs about 0.1 s of CPU, and the suite trains many runs on 2 cores."""
+
+
 def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
-    """The embedded workload in fp32 at ``scales`` ranks, 45 steps (the window fits)."""
-    return {"sweeps": [tiny_sweep(scales)], "steps": 45, **top}
+    """The embedded workload in fp32 at ``scales`` ranks, ``TINY_STEPS`` steps."""
+    return {"sweeps": [tiny_sweep(scales)], "steps": TINY_STEPS, "window": TINY_WINDOW, **top}
 
 
 TWO_RUN_CONFIG = tiny_config()
@@ -188,7 +194,7 @@ def write_config(workdir: Path, config: dict) -> Path:
 
 @pytest.fixture(scope="session")
 def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """A 2-run embedded sweep (fp32, 1 and 2 ranks, 45 steps) run by the real workflow."""
+    """A 2-run embedded sweep (fp32, 1 and 2 ranks, ``TINY_STEPS``) run by the real workflow."""
     workdir = tmp_path_factory.mktemp("sweep")
     write_config(workdir, TWO_RUN_CONFIG)
     proc = snakemake(workdir, "--cores", "2")

@@ -15,7 +15,15 @@ import pytest
 import yaml
 
 from llmbench.parsers import parse_log
-from tests.conftest import REPO, TWO_RUN_CONFIG, Sweep, snakemake, write_config
+from tests.conftest import (
+    REPO,
+    TINY_STEPS,
+    TINY_WINDOW,
+    TWO_RUN_CONFIG,
+    Sweep,
+    snakemake,
+    write_config,
+)
 from tests.kubernetes.standin_apiserver import StandInApiServer
 from tests.kubernetes.test_runai import SECRET
 
@@ -62,8 +70,8 @@ def check_tables(workdir: Path, standin: StandInApiServer, default: Sweep, clust
         record = json.loads((run_dir / "run.json").read_text())
         attempt = run_dir / record["attempt_dir"]
         assert row.workload_id == record["workload_id"]
-        summary = parse_log(attempt / "train.log").summary
-        assert row.n_iterations == summary.n_iterations == 45
+        summary = parse_log(attempt / "train.log", tuple(TINY_WINDOW)).summary
+        assert row.n_iterations == summary.n_iterations == TINY_STEPS
         assert row.step_time_mean_s == pytest.approx(summary.step_time_mean_s)
         served = standin.workloads[row.workload_id.split("/")[-1]] if cluster == "kubernetes" else (
             next(w for w in standin.workloads.values() if w.obj.get("id") == row.workload_id)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from llmbench.config import site_keys_in
-from tests.conftest import REPO, snakemake, write_config
+from tests.conftest import REPO, TINY_STEPS, snakemake, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES, allocations, most_at_once
 
@@ -71,7 +71,7 @@ def test_sweep_runs_through_slurm_on_two_nodes(slurm_cluster, tmp_path) -> None:
         line.rsplit(" ", 1)[-1] for line in log.splitlines() if line.startswith("llmbench rank ")
     }
     assert nodes == {"n1", "n2"}, log[:2000]
-    assert log.count("train_step_timing in s:") == 45
+    assert log.count("train_step_timing in s:") == TINY_STEPS
 
 
 def test_profile_can_ask_for_one_training_job_at_a_time(slurm_cluster, tmp_path) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import REPO, Sweep, snakemake, write_config
+from tests.conftest import REPO, TINY_STEPS, Sweep, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -51,7 +51,7 @@ def test_tables_read_with_duckdb(finished_sweep: Sweep) -> None:
 def test_steps_table_has_every_iteration_and_loss_falls(finished_sweep: Sweep) -> None:
     steps = pd.read_parquet(finished_sweep.results / "tables/steps.parquet")
     for run_id, part in steps.groupby("run_id"):
-        assert list(part.iteration) == list(range(45)), run_id
+        assert list(part.iteration) == list(range(TINY_STEPS)), run_id
         assert part.in_window.sum() == 10
         assert (part.step_time_s > 0).all()
         first, last = part.loss.iloc[:5].mean(), part.loss.iloc[-5:].mean()
@@ -78,7 +78,7 @@ def test_run_folder_holds_launch_log_and_provenance(finished_sweep: Sweep) -> No
         assert (attempt / "launch.sh").read_text().startswith("#!/usr/bin/env bash")
         assert "llmbench.embedded.train" in (attempt / "launch.sh").read_text()
         log = (attempt / "train.log").read_text()
-        assert log.count("train_step_timing in s:") == 45
+        assert log.count("train_step_timing in s:") == TINY_STEPS
         assert record["exit_code"] == 0
         assert record["spec"]["run_id"] == run_id
         prov = record["provenance"]

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import REPO, snakemake, snakemake_command, tiny_config, write_config
+from tests.conftest import (
+    TINY_WINDOW,
+    snakemake,
+    snakemake_command,
+    tiny_config,
+    write_config,
+)
 
 pytestmark = pytest.mark.workflow
 
@@ -22,11 +27,9 @@ SLOW_RUN = "tiny-llama_tiny_fp32_cpux2_perf"
 SLOW_STEP_S = 1.0
 """Added to each step of the slowed run: ~20x a tiny CPU step, beyond what load on a shared
 2-core machine does to a step between two sweeps."""
-SLOW_FROM = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())[
-    "properties"
-]["window"]["default"][0]
-"""Slowed from the first step of the default averaging window: compare reads only the
-window's steps, and the 35 steps before it need not take a second more each."""
+SLOW_FROM = TINY_WINDOW[0]
+"""Slowed from the first step of the averaging window: compare reads only the window's
+steps, and the steps before it need not take a second more each."""
 TOLERANCE = 0.95
 """compare's widest tolerance: only a run almost 2x slower is flagged, which load alone
 rarely does to a one-rank run and the slowed run always does (over 5x)."""
