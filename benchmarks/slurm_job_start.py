@@ -28,6 +28,14 @@ loaded 2-core machine), which Snakemake's own installed modules never do.
 The floor: three jobs of a one-rule Snakefile whose script only notes the time, with the
 training rule's resource names, through the same profile on the same cluster: what
 Snakemake, the executor plugin and Slurm take before any of llmbench's code runs.
+
+The seconds in the allocation are wall-clock seconds on a shared machine: three jobs start
+at once, each running two Snakemake processes, so they move with everything else running
+there. What the size of the sweep costs each in-job Snakemake process is told apart by its
+CPU seconds: after the sweeps, the job step's own command (``--target-jobs``, ``--mode
+remote``, the profile's site config; as a dry run, so no rank starts) runs here outside
+Slurm for one train job of the big sweep, of the baseline and of the floor, in turns,
+``CPU_TRIES`` times each; the least CPU seconds of each (its children included) is printed.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,6 +73,9 @@ def compile_bytecode() -> None:
         [sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "llmbench")], check=True
     )
 
+
+CPU_TRIES = 3
+"""Turns of the in-job CPU measurement; the least of each is reported (load only adds)."""
 
 SCALES_PER_SWEEP = 100
 """The schema's most scales in one sweep entry: a bigger sweep takes several entries."""
@@ -158,6 +170,45 @@ def floor_s(cluster: Path, workdir: Path) -> list[float]:
     return seconds
 
 
+def in_job_command(workdir: Path, target_job: str, rule: str, snakefile: Path) -> list[str]:
+    """The job step's Snakemake for ``target_job`` as the executor plugin runs it in the
+    job (its profile's site config and overrides), as a dry run."""
+    return [
+        sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
+        "--directory", str(workdir), "--target-jobs", target_job, "--allowed-rules", rule,
+        "--mode", "remote", "--nolock", "--force", "--dry-run", "--cores", "all",
+        "--scheduler", "greedy", "--configfiles", str(REPO / "profiles/slurm/site.yaml"),
+        "--config", "master_addr=127.0.0.1",
+    ]  # fmt: skip
+
+
+def cpu_s(command: list[str], workdir: Path) -> float:
+    """CPU seconds (user + system, its children included) ``command`` takes to the end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"in-job dry run failed: {' '.join(command)}\n{proc.stderr[-4000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def in_job_cpu_s(tmp: Path) -> dict[str, float]:
+    """Least CPU seconds over CPU_TRIES turns of the job step's Snakemake for the first
+    target's train job of the big sweep (``runs``) and of the baseline, and for a floor job."""
+    train = f"train:run={TARGETS[0]}"
+    commands = {
+        "runs": in_job_command(tmp / "big", train, "train", REPO / "Snakefile"),
+        "baseline": in_job_command(tmp / "small", train, "train", REPO / "Snakefile"),
+        "floor": in_job_command(tmp / "floor", "floor:job=0", "floor", tmp / "floor/Snakefile"),
+    }
+    workdirs = {"runs": tmp / "big", "baseline": tmp / "small", "floor": tmp / "floor"}
+    seconds: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(CPU_TRIES):
+        for name, command in commands.items():
+            seconds[name].append(cpu_s(command, workdirs[name]))
+    return {name: min(values) for name, values in seconds.items()}
+
+
 # Snakemake's log: a header per process ("Date:", when its workflow is made, before the
 # Snakefile is read), then a stamp per job it starts; whole seconds, local time.
 HEADER = re.compile(r"^\s*Date: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$", re.M)
@@ -202,6 +253,7 @@ def main() -> None:
         small = in_allocation_s(cluster, Path(tmp) / "small", BASELINE_RUNS)
         floor = floor_s(cluster, Path(tmp) / "floor")
         big = in_allocation_s(cluster, Path(tmp) / "big", args.runs)
+        cpu = in_job_cpu_s(Path(tmp))
     big_s = {run: steps["total"] for run, steps in big.items()}
     small_s = {run: steps["total"] for run, steps in small.items()}
     ratio = statistics.mean(big_s.values()) / statistics.mean(small_s.values())
@@ -214,6 +266,7 @@ def main() -> None:
         "max_s": max(big_s.values()),
         "ratio_mean_vs_baseline": ratio,
         "floor_s": floor,
+        "in_job_cpu_s": cpu,
         "target_s": TARGET_S,
         "bytecode_compiled": not args.no_bytecode,
     }
@@ -224,6 +277,9 @@ def main() -> None:
             print(f"  {name}: " + ", ".join(f"{step} {t:.1f}" for step, t in steps.items()))
     print("floor (Snakemake, executor plugin, Slurm; no llmbench code): "
           + ", ".join(f"{s:.2f}" for s in floor) + " s")  # fmt: skip
+    print(f"in-job Snakemake CPU, job step dry run outside Slurm (least of {CPU_TRIES}): "
+          f"{cpu['runs']:.2f} s with {args.runs} runs, {cpu['baseline']:.2f} s with "
+          f"{BASELINE_RUNS} runs, {cpu['floor']:.2f} s floor")  # fmt: skip
     print(f"max {result['max_s']:.2f} s (target <= {TARGET_S} s); mean ratio "
           f"{args.runs} runs / {BASELINE_RUNS} runs: {ratio:.2f}")  # fmt: skip
     if args.json:

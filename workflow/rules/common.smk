@@ -186,14 +186,20 @@ def get_train_resources(name):
     # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
     # avoid) and with the preflight gate's verdict, so it stays a callable. The others
     # are the first try's: a dictionary read per job, no file look-up.
+    if name == "slurm_extra":
+
+        def of_try(run, attempt):
+            return train_resources(run, attempt, preflight_excluded())[name]
+
+        return wiring.per_run({}, of_try, varies=True)
+    if not MAIN_PROCESS:
+        # Inside a job Snakemake asks for its one run's resources only: the same values,
+        # without a table of every run's on each read of the Snakefile.
+        return wiring.per_run(
+            {}, lambda run, attempt: train_resources(run, 1)[name], varies=True
+        )
     values = {run: train_resources(run, 1)[name] for run in RUNS}
-    if name != "slurm_extra":
-        return wiring.per_run(values, lambda run, attempt: values[run])
-
-    def of_try(run, attempt):
-        return train_resources(run, attempt, preflight_excluded())[name]
-
-    return wiring.per_run(values, of_try, varies=True)
+    return wiring.per_run(values, lambda run, attempt: values[run])
 
 
 def get_run_records(wildcards):
