@@ -182,11 +182,19 @@ def train_resources(run, attempt, preflight_exclude=""):
     )
 
 
+@functools.cache
+def _first_tries():
+    # Each run's first try before the gate's verdict, once for all resources. The same
+    # arguments as of_try's below: a first try the gate excluded nothing from is that
+    # entry of the cache, not computed again per job.
+    return {run: train_resources(run, 1, "") for run in RUNS}
+
+
 def get_train_resources(name):
     # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
     # avoid) and with the preflight gate's verdict, so it stays a callable. The others
     # are the first try's: a dictionary read per job, no file look-up.
-    values = {run: train_resources(run, 1)[name] for run in RUNS}
+    values = {run: first[name] for run, first in _first_tries().items()}
     if name != "slurm_extra":
         return wiring.per_run(values, lambda run, attempt: values[run])
 
