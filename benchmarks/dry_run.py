@@ -5,7 +5,8 @@
 The sweep: every catalog recipe row (all workloads, sizes, dtypes, GPU types, scales)
 in every variant, filled up to ``--runs`` with embedded-workload scales; ``launcher:
 srun``, ``container: enroot`` so the DAG holds the image imports and the venv too (the
-embedded scales in entries of at most 100 scales, the schema's bound). The
+embedded scales in entries of at most 100 scales, the schema's bound), and two named
+preflight nodes (10,066 jobs for 10,000 runs). The
 baseline: one rule with a wildcard, ``--runs`` outputs, nothing else. Both are timed as
 ``snakemake -n`` from the command line (parse, config validation, DAG, job listing) in
 the same run, one after the other; targets: ratio <= 1.5 and sweep < 60 s.
@@ -36,6 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_RATIO = 1.5
 MAX_SECONDS = 60.0
 MAX_SCALES = 100  # scales per sweep entry (the config schema's maxItems)
+# Named, not asked of `sinfo`: the partition's nodes would make the job count (one
+# preflight_node job per node) depend on whether a Slurm controller answers here.
+PREFLIGHT_NODES = ("node1", "node2")
 IMAGES = {
     "llama3.1-nemo": "nvidia/nemo:25.07",
     "nemotron4-nemo": "nvidia/nemo:25.07",
@@ -61,7 +65,13 @@ def sweep_config(runs: int) -> dict:
     for workload in catalog.workloads():
         for row in catalog.rows(workload):
             sweeps.append(row.sweep_entry(variants=list(VARIANTS)))
-    config = {"sweeps": sweeps, "launcher": "srun", "container": "enroot", "images": IMAGES}
+    config = {
+        "sweeps": sweeps,
+        "launcher": "srun",
+        "container": "enroot",
+        "images": IMAGES,
+        "preflight": {"nodes": list(PREFLIGHT_NODES)},
+    }
     catalog_runs = len(run_specs(validate_config(config)))
     missing = max(runs - catalog_runs, 0)
     tiny = {"workload": "tiny-llama", "sizes": ["tiny"], "gpu_type": "cpu"}

@@ -11,7 +11,10 @@ import pytest
 import yaml
 
 from llmbench import spec_cache
-from llmbench.config import workflow_config
+from llmbench.catalog import load_catalog
+from llmbench.config import run_specs, validate_config, workflow_config
+from llmbench.launch.variants import VARIANTS
+from llmbench.runspec import RunSpec
 from tests.conftest import tiny_config
 
 SITE = {"launcher": "srun", "master_addr": "127.0.0.1"}
@@ -112,6 +115,34 @@ def test_values_json_would_change_are_not_stored(workdir: Path) -> None:
     config["note"] = datetime.date(2026, 1, 1)  # YAML reads an unquoted date as a date
     assert not spec_cache.write_specs(path, "config.yaml", SITE, [workdir], (config, specs), False)
     assert not path.exists()
+
+
+def test_values_json_gives_back_changed_are_not_stored(workdir: Path) -> None:
+    path = workdir / "specs.json"
+    config, specs = checked(workdir)
+    config["note"] = (1, 2)  # JSON writes it without complaint and reads back a list
+    assert not spec_cache.write_specs(path, "config.yaml", SITE, [workdir], (config, specs), False)
+    assert not path.exists()
+
+
+def test_every_catalog_run_and_variant_is_stored_and_read_back_as_itself(workdir: Path) -> None:
+    # write_specs compares what JSON gives back as dictionaries: it relies on this.
+    catalog = load_catalog()
+    sweeps = [
+        row.sweep_entry(variants=list(VARIANTS))
+        for workload in catalog.workloads()
+        for row in catalog.rows(workload)
+    ]
+    tiny = {"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32", "bf16"]}
+    sweeps.append({**tiny, "gpu_type": "cpu", "scales": [1, 2]})
+    config = validate_config({"sweeps": sweeps, "launcher": "srun", "container": "none"})
+    specs = run_specs(config)
+    assert {spec.variant for spec in specs} == set(VARIANTS)
+    for spec in specs:
+        assert RunSpec.from_dict(spec.to_dict()) == spec, spec.run_id
+    path = workdir / "specs.json"
+    assert spec_cache.write_specs(path, "config.yaml", SITE, [workdir], (config, specs), False)
+    assert spec_cache.read_specs(path, "config.yaml", SITE, [workdir]) == (config, specs)
 
 
 def test_a_read_only_folder_is_not_an_error(workdir: Path) -> None:

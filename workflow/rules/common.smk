@@ -182,6 +182,14 @@ def train_resources(run, attempt, preflight_exclude=""):
     )
 
 
+@functools.cache
+def _first_tries():
+    # Each run's first try before the gate's verdict, once for all resources. The same
+    # arguments as of_try's below: a first try the gate excluded nothing from is that
+    # entry of the cache, not computed again per job.
+    return {run: train_resources(run, 1, "") for run in RUNS}
+
+
 def get_train_resources(name):
     # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
     # avoid) and with the preflight gate's verdict, so it stays a callable. The others
@@ -196,9 +204,9 @@ def get_train_resources(name):
         # Inside a job Snakemake asks for its one run's resources only: the same values,
         # without a table of every run's on each read of the Snakefile.
         return wiring.per_run(
-            {}, lambda run, attempt: train_resources(run, 1)[name], varies=True
+            {}, lambda run, attempt: train_resources(run, 1, "")[name], varies=True
         )
-    values = {run: train_resources(run, 1)[name] for run in RUNS}
+    values = {run: first[name] for run, first in _first_tries().items()}
     return wiring.per_run(values, lambda run, attempt: values[run])
 
 
