@@ -22,6 +22,7 @@ from llmbench.aggregate import (
     peak_for,
     runs_table_from_frames,
     spec_columns,
+    step_spec_columns,
     steps_table_from_frame,
 )
 from llmbench.atomic import write_json_atomic, write_text_atomic
@@ -107,13 +108,16 @@ def write_sweep_tables(
     benchmark passes a timer)."""
     records = inputs.records
 
-    def spec_rows() -> pd.DataFrame:
+    def step_rows() -> dict[str, list[Any]]:
+        return step_spec_columns(records)
+
+    def spec_rows(keys: Mapping[str, list[Any]]) -> pd.DataFrame:
         peaks = [peak_for(rec["spec"], inputs.cpu_peak) for rec in records]
-        columns = spec_columns(records, peaks, inputs.histories, inputs.nodelists)
+        columns = spec_columns(records, peaks, inputs.histories, inputs.nodelists, keys)
         return pd.DataFrame(columns).assign(sweep_id=sweep["sweep_id"])
 
-    def steps_table() -> pd.DataFrame:
-        steps = steps_table_from_frame(specs, inputs.steps)
+    def steps_table(keys: Mapping[str, list[Any]]) -> pd.DataFrame:
+        steps = steps_table_from_frame(pd.DataFrame(keys), inputs.steps)
         # sorted by group (RUN_ORDER) in row groups: a plot job reads its group's only
         write_parquet_atomic(steps, outputs["steps"], row_group_size=STEPS_ROW_GROUP)
         return steps
@@ -136,12 +140,15 @@ def write_sweep_tables(
         for name, page in pages.items():
             write_text_atomic(page(), outputs[name])
 
-    specs = stage("spec_rows", spec_rows)
     # The steps table and its Parquet are mostly Arrow and numpy work, which release the
-    # GIL: built on a second thread while this one builds the runs table, its CSV and the
-    # pages, which are mostly Python (the aggregate rule asks for two cores).
+    # GIL: built on a second thread while this one gathers the runs' other facts, builds
+    # the runs table, its CSV and the pages, which are mostly Python (the aggregate rule
+    # asks for two cores). It needs the runs' keys and windows only (STEP_SPEC_COLUMNS),
+    # gathered first: it starts a tenth of the way into the spec facts, not after them.
     with ThreadPoolExecutor(max_workers=1) as background:
-        steps_done = background.submit(steps_table)
+        keys = stage("step_keys", step_rows)
+        steps_done = background.submit(steps_table, keys)
+        specs = stage("spec_rows", lambda: spec_rows(keys))
         runs = stage(
             "runs_table",
             lambda: runs_table_from_frames(specs, inputs.summaries, train_tokens, inputs.energy),
