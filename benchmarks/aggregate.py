@@ -222,9 +222,8 @@ def synthetic_inputs(n_runs: int, steps: int, seed: int = 0) -> dict[str, Any]:
 
 class Stages:
     """Wall seconds per named stage. The stages of ``write_sweep_tables`` follow each other
-    without a pause, as in the job: its steps table is built on a second thread (from the
-    runs' keys, ``step_keys``) while the spec facts, runs table, CSV and pages are
-    (``steps_table_wait`` is what they did not hide), and a
+    without a pause, as in the job: its steps table is built on a second thread while the
+    runs table, CSV and pages are (``steps_table_wait`` is what they did not hide), and a
     pause to collect garbage between stages would give that thread time nobody counts."""
 
     def __init__(self, collect: bool = True) -> None:
