@@ -232,50 +232,25 @@ def spec_row(
     return {name: values[0] for name, values in columns.items()}
 
 
-STEP_SPEC_COLUMNS = (
-    "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant", "attempt",
-    "window_first", "window_last",
-)  # fmt: skip
-"""The ``SPEC_COLUMNS`` that ``steps_table_from_frame`` reads: keys, order and window."""
-
-
-def step_spec_columns(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """``STEP_SPEC_COLUMNS`` of every run, as ``spec_columns`` gives them: enough to build
-    the steps table before the runs' other facts are gathered."""
-    specs = [rec["spec"] for rec in records]
-    cols: dict[str, list[Any]] = {"run_id": [rec["run_id"] for rec in records]}
-    for key in ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant"):
-        cols[key] = [spec[key] for spec in specs]
-    cols["attempt"] = [rec["attempt"] for rec in records]
-    cols["window_first"] = [spec["window"][0] for spec in specs]
-    cols["window_last"] = [spec["window"][1] for spec in specs]
-    return cols
-
-
 def spec_columns(
     records: Sequence[Mapping[str, Any]],
     peaks: Sequence[Peak | None],
     histories: Sequence[tuple[int, str] | None],
     nodelists: Sequence[str | None],
-    step_columns: Mapping[str, list[Any]] | None = None,
 ) -> dict[str, list[Any]]:
     """``spec_row`` of every run, column by column (``SPEC_COLUMNS``, in that order):
     a list per column, one entry per record (a fifth of the time of a dict per run, and a
-    frame built from lists instead of dicts). ``step_columns``: ``step_spec_columns`` of
-    the same records, already gathered (reused, not gathered again)."""
-    known = step_columns if step_columns is not None else step_spec_columns(records)
+    frame built from lists instead of dicts)."""
     specs = [rec["spec"] for rec in records]
     provs = [rec.get("provenance", {}) for rec in records]
     pars = [spec.get("parallelism", {}) for spec in specs]
     runs = [
         history or (rec["attempt"], "") for rec, history in zip(records, histories, strict=True)
     ]
-    cols: dict[str, list[Any]] = {"run_id": known["run_id"]}
-    for key in ("workload", "size", "dtype", "gpu_type", "gpus"):
-        cols[key] = known[key]
-    cols["nodes"] = [spec["nodes"] for spec in specs]
-    cols["scaling"], cols["variant"] = known["scaling"], known["variant"]
-    cols["attempt"] = known["attempt"]
+    cols: dict[str, list[Any]] = {"run_id": [rec["run_id"] for rec in records]}
+    for key in ("workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant"):
+        cols[key] = [spec[key] for spec in specs]
+    cols["attempt"] = [rec["attempt"] for rec in records]
     cols["attempts"] = [attempts for attempts, _ in runs]
     cols["earlier_attempts"] = [earlier for _, earlier in runs]
     for key in ("failure_reason", "ended_by", "end_detail"):
@@ -286,7 +261,8 @@ def spec_columns(
     for key in ("tp", "pp", "cp", "dp", "ga"):
         cols[key] = [par.get(key, 1) for par in pars]
     cols["steps"] = [spec["steps"] for spec in specs]
-    cols["window_first"], cols["window_last"] = known["window_first"], known["window_last"]
+    cols["window_first"] = [spec["window"][0] for spec in specs]
+    cols["window_last"] = [spec["window"][1] for spec in specs]
     cols["model_flops_per_sample"] = [model_flops(spec["model"]) for spec in specs]
     cols["peak_tflops_per_gpu"] = [
         peak.flops_per_s / metrics.FLOPS_PER_TFLOPS if peak else math.nan for peak in peaks
@@ -444,10 +420,10 @@ _STEP_VALUES = ("iteration", "step_time_s", "loss", "tflops_per_gpu")
 
 
 def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """The steps table from ``spec_row`` facts (``STEP_SPEC_COLUMNS`` suffice) and one long
-    frame of parsed steps with a ``run_id`` column (iteration, step_time_s, loss,
-    tflops_per_gpu): runs in the runs table's order (``RUN_ORDER``), each run's steps in
-    their given order; ``in_window``: window_first <= iteration <= window_last of the run."""
+    """The steps table from ``spec_row`` facts and one long frame of parsed steps with a
+    ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu): runs in the runs
+    table's order (``RUN_ORDER``), each run's steps in their given order; ``in_window``:
+    window_first <= iteration <= window_last of the run."""
     # Keys are typed once per run and then gathered per step (50x fewer conversions); the
     # steps' run ids are factorized in one pass and only the distinct ones looked up.
     keys = specs.loc[:, [*_STEP_KEYS, "window_first", "window_last"]].reset_index(drop=True)

@@ -22,7 +22,6 @@ from llmbench.aggregate import (
     peak_for,
     runs_table_from_frames,
     spec_columns,
-    step_spec_columns,
     steps_table_from_frame,
 )
 from llmbench.atomic import write_json_atomic, write_text_atomic
@@ -108,16 +107,13 @@ def write_sweep_tables(
     benchmark passes a timer)."""
     records = inputs.records
 
-    def step_rows() -> dict[str, list[Any]]:
-        return step_spec_columns(records)
-
-    def spec_rows(keys: Mapping[str, list[Any]]) -> pd.DataFrame:
+    def spec_rows() -> pd.DataFrame:
         peaks = [peak_for(rec["spec"], inputs.cpu_peak) for rec in records]
-        columns = spec_columns(records, peaks, inputs.histories, inputs.nodelists, keys)
+        columns = spec_columns(records, peaks, inputs.histories, inputs.nodelists)
         return pd.DataFrame(columns).assign(sweep_id=sweep["sweep_id"])
 
-    def steps_table(keys: Mapping[str, list[Any]]) -> pd.DataFrame:
-        steps = steps_table_from_frame(pd.DataFrame(keys), inputs.steps)
+    def steps_table() -> pd.DataFrame:
+        steps = steps_table_from_frame(specs, inputs.steps)
         # sorted by group (RUN_ORDER) in row groups: a plot job reads its group's only
         write_parquet_atomic(steps, outputs["steps"], row_group_size=STEPS_ROW_GROUP)
         return steps
@@ -140,15 +136,12 @@ def write_sweep_tables(
         for name, page in pages.items():
             write_text_atomic(page(), outputs[name])
 
+    specs = stage("spec_rows", spec_rows)
     # The steps table and its Parquet are mostly Arrow and numpy work, which release the
-    # GIL: built on a second thread while this one gathers the runs' other facts, builds
-    # the runs table, its CSV and the pages, which are mostly Python (the aggregate rule
-    # asks for two cores). It needs the runs' keys and windows only (STEP_SPEC_COLUMNS),
-    # gathered first: it starts a tenth of the way into the spec facts, not after them.
+    # GIL: built on a second thread while this one builds the runs table, its CSV and the
+    # pages, which are mostly Python (the aggregate rule asks for two cores).
     with ThreadPoolExecutor(max_workers=1) as background:
-        keys = stage("step_keys", step_rows)
-        steps_done = background.submit(steps_table, keys)
-        specs = stage("spec_rows", lambda: spec_rows(keys))
+        steps_done = background.submit(steps_table)
         runs = stage(
             "runs_table",
             lambda: runs_table_from_frames(specs, inputs.summaries, train_tokens, inputs.energy),
