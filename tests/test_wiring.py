@@ -49,6 +49,9 @@ def test_a_shared_value_is_a_constant_and_a_varying_one_a_callable() -> None:
     assert value(SimpleNamespace(run="b"), 3) == 2 and calls == [("b", 3)]
     # a value a retry may change stays a callable even when every first try agrees
     assert callable(per_run({"a": "", "b": ""}, lambda run, attempt: "", varies=True))
+    # a process without every run's table (inside a job) always gets the callable
+    in_job = per_run({}, lambda run, attempt: f"{run}:{attempt}")
+    assert in_job(SimpleNamespace(run="a"), 1) == "a:1"
 
 
 def test_callables_carry_their_parameters_for_snakemake() -> None:

@@ -44,7 +44,8 @@ def per_run(
 ) -> Any:
     """The one value when every run of ``values`` (run id -> value of its first try) has
     the same and it cannot change on a retry (``varies``), else a Snakemake callable
-    ``(wildcards, attempt)`` giving ``of_run(run, attempt)``."""
+    ``(wildcards, attempt)`` giving ``of_run(run, attempt)``: always the callable when
+    ``values`` is empty (a process that has no table of every run's)."""
     distinct = set(values.values())
     if len(distinct) == 1 and not varies:
         return distinct.pop()

@@ -182,32 +182,24 @@ def train_resources(run, attempt, preflight_exclude=""):
     )
 
 
-@functools.cache
-def _first_tries():
-    # Each run's first try before the gate's verdict, once for all resources. The same
-    # arguments as of_try's below: a first try the gate excluded nothing from is that
-    # entry of the cache, not computed again per job.
-    return {run: train_resources(run, 1, "") for run in RUNS}
-
-
 def get_train_resources(name):
-    # A value every run shares is a constant; slurm_extra changes on a retry (nodes to
-    # avoid) and with the preflight gate's verdict, so it stays a callable. The others
-    # are the first try's: a dictionary read per job, no file look-up.
+    # slurm_extra changes on a retry (nodes to avoid) and with the preflight gate's
+    # verdict, so it is computed per try. The others are the first try's (train_resources
+    # caches it once per run for every name, with the same arguments as slurm_extra's
+    # first try). The main process folds a value every run shares into a constant; inside
+    # a job Snakemake asks for its one run only, so no table of every run's is built there.
     if name == "slurm_extra":
 
         def of_try(run, attempt):
             return train_resources(run, attempt, preflight_excluded())[name]
 
         return wiring.per_run({}, of_try, varies=True)
-    if not MAIN_PROCESS:
-        # Inside a job Snakemake asks for its one run's resources only: the same values,
-        # without a table of every run's on each read of the Snakefile.
-        return wiring.per_run(
-            {}, lambda run, attempt: train_resources(run, 1, "")[name], varies=True
-        )
-    values = {run: first[name] for run, first in _first_tries().items()}
-    return wiring.per_run(values, lambda run, attempt: values[run])
+
+    def first_try(run, attempt):
+        return train_resources(run, 1, "")[name]
+
+    values = {run: first_try(run, 1) for run in RUNS} if MAIN_PROCESS else {}
+    return wiring.per_run(values, first_try)
 
 
 def get_run_records(wildcards):
