@@ -4,10 +4,12 @@ stored signature, per-run Slurm resources, labels and files."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 from types import SimpleNamespace
 
 from snakemake.common import get_function_params, get_input_function_aux_params
+from snakemake.resources import Resource
 
 from llmbench.config import run_specs, validate_and_expand, validate_config
 from llmbench.wiring import (
@@ -17,6 +19,7 @@ from llmbench.wiring import (
     missing_embedded_packages,
     per_run,
     run_groups,
+    store_resource_evaluate_params,
     train_resources,
     with_signature,
 )
@@ -67,6 +70,22 @@ def test_callables_carry_their_parameters_for_snakemake() -> None:
     # what Snakemake asks of an input function's parameters (their kinds) still works
     aux = get_input_function_aux_params(value, {"attempt": 1, "other": 2})
     assert dict(aux) == {"attempt": 1}
+
+
+def test_snakemakes_resource_evaluation_reads_stored_parameters() -> None:
+    def nodes(wildcards, attempt):
+        return {"a": 1, "b": 2}[wildcards.run] * attempt
+
+    resource = Resource("nodes", nodes)
+    parsed = inspect.signature(resource.evaluate).parameters
+    store_resource_evaluate_params()
+    stored = get_function_params(resource.evaluate)
+    assert stored == parsed  # the method's own parameters: *args, **kwargs
+    assert get_function_params(Resource("other", 3).evaluate) is stored  # not re-parsed
+    # Snakemake hands every candidate to the method, which keeps what the function takes
+    aux = get_input_function_aux_params(resource.evaluate, {"attempt": 2, "input": []})
+    assert dict(aux) == {"attempt": 2, "input": []}
+    assert resource.evaluate(SimpleNamespace(run="b"), **aux).value == 4
 
 
 def test_train_resources_per_run(tmp_path) -> None:

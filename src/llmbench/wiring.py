@@ -4,8 +4,9 @@
 resource, param and input callables at least once per job and inspects each callable's
 parameters on every call; in a 10,000-run dry run that is most of the time it spends. So
 a value every run shares is handed over as a constant (``per_run``), a per-run answer is
-computed once (the callers cache by run id), and each callable hands Snakemake its
-parameter names once (``with_signature``).
+computed once (the callers cache by run id), and each callable, ours and Snakemake's own
+``Resource.evaluate``, hands Snakemake its parameters once (``with_signature``,
+``store_resource_evaluate_params``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from snakemake.common import overwrite_function_params
+from snakemake.resources import Resource
 
 from llmbench.attempts import nodes_to_avoid
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS
@@ -37,6 +39,16 @@ def with_signature(func: F) -> F:
     # their kinds, not only their names).
     overwrite_function_params(func, inspect.signature(func).parameters)  # type: ignore[arg-type]
     return func
+
+
+def store_resource_evaluate_params() -> None:
+    """Snakemake evaluates every resource of every job through the bound method
+    ``Resource.evaluate`` and parses that method's signature twice per evaluation (13
+    resources per train job). The method's parameters never change, so they are stored
+    once, through the same hook as ``with_signature``: a bound method reads its
+    function's attributes. Read from the real method, they stay right if it changes."""
+    bound = Resource("probe", lambda: 0).evaluate
+    overwrite_function_params(Resource.evaluate, inspect.signature(bound).parameters)  # type: ignore[arg-type]
 
 
 def per_run(

@@ -24,6 +24,8 @@ from llmbench.stage import (
 )
 from llmbench.errors import ConfigError
 
+# Before any job exists: resource evaluation then skips a signature parse per resource.
+wiring.store_resource_evaluate_params()
 # Relative setup files: the working directory first, else this workflow's folder.
 _BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 # Snakemake reads this file again inside every job (twice per job under Slurm): there the
