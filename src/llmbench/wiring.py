@@ -43,8 +43,8 @@ def with_signature(func: F) -> F:
 
 def store_resource_evaluate_params() -> None:
     """Snakemake evaluates every resource of every job through the bound method
-    ``Resource.evaluate`` and parses that method's signature twice per evaluation (13
-    resources per train job). The method's parameters never change, so they are stored
+    ``Resource.evaluate`` and parses that method's signature twice per evaluation (12
+    per train job in a dry run). The method's parameters never change, so they are stored
     once, through the same hook as ``with_signature``: a bound method reads its
     function's attributes. Read from the real method, they stay right if it changes."""
     bound = Resource("probe", lambda: 0).evaluate
