@@ -186,10 +186,10 @@ def train_resources(run, attempt, preflight_exclude=""):
 
 def get_train_resources(name):
     # slurm_extra changes on a retry (nodes to avoid) and with the preflight gate's
-    # verdict, so it is computed per try. The others are the first try's (train_resources
-    # caches it once per run for every name, with the same arguments as slurm_extra's
-    # first try). The main process folds a value every run shares into a constant; inside
-    # a job Snakemake asks for its one run only, so no table of every run's is built there.
+    # verdict, so it is computed per try. The others depend on neither: they are the first
+    # try's without exclusions, one train_resources call per run shared by every name.
+    # The main process folds a value every run shares into a constant; inside a job
+    # Snakemake asks for its one run only, so no table of every run's is built there.
     if name == "slurm_extra":
 
         def of_try(run, attempt):
