@@ -83,6 +83,19 @@ def sweep_config(runs: int) -> dict:
     return config
 
 
+def sweep_and_trivial(folder: Path, runs: int) -> tuple[Path, Path, int]:
+    """In ``folder``: the sweep's working directory (its config.yaml), the trivial jobs'
+    (their Snakefile) and the sweep's number of runs."""
+    ours, trivial = folder / "sweep", folder / "trivial"
+    ours.mkdir()
+    trivial.mkdir()
+    config = sweep_config(runs)
+    (ours / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    count = len(run_specs(validate_config(config)))
+    (trivial / "Snakefile").write_text(TRIVIAL % count)
+    return ours, trivial, count
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -113,13 +126,7 @@ def main() -> int:
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even if a target is missed")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="llmbench-dry-run-") as tmp:
-        ours, trivial = Path(tmp, "sweep"), Path(tmp, "trivial")
-        ours.mkdir()
-        trivial.mkdir()
-        config = sweep_config(args.runs)
-        (ours / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        runs = len(run_specs(validate_config(config)))
-        (trivial / "Snakefile").write_text(TRIVIAL % runs)
+        ours, trivial, runs = sweep_and_trivial(Path(tmp), args.runs)
         # Alternate the two and keep each one's best: load from elsewhere on the machine
         # then inflates both sides alike instead of one.
         base_times, sweep_times, base_cpu, sweep_cpu = [], [], [], []
