@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 import matplotlib.image
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 
-from llmbench.plots import TRACE_COLUMNS, plot_files, plot_group, read_group
+from llmbench.catalog import load_catalog
+from llmbench.config import run_specs, validate_config
+from llmbench.plots import TRACE_COLUMNS, group_figures, lay_out, plot_files, plot_group, read_group
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
 # The figures the module documents, each written as SVG and PNG when it has data.
@@ -243,3 +246,25 @@ def test_read_group_reads_only_the_groups_rows(tmp_path) -> None:
                                   expected.reset_index(drop=True))  # fmt: skip
     none_runs, none_steps = read_group(tmp_path / "runs.parquet", tmp_path / "steps.parquet", [])
     assert none_runs.empty and none_steps.empty
+
+
+def test_no_figure_runs_off_its_edges_even_with_the_catalogs_longest_group_name() -> None:
+    """Titles (the group name) wider than the axes, or than the figure, are the risk: what
+    leaves the figure is cut off in both files. Every figure, laid out as it is saved,
+    keeps all it draws inside its edges."""
+    catalog = load_catalog()
+    sweeps = [row.sweep_entry(variants=["perf"]) for w in catalog.workloads()
+              for row in catalog.rows(w)]  # fmt: skip
+    longest = max((spec.group_id for spec in run_specs(validate_config({"sweeps": sweeps}))),
+                  key=len)  # fmt: skip
+    assert len(longest) >= 30, longest
+    runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
+    drawn = set()
+    for name, fig in group_figures(runs, steps, longest):
+        lay_out(fig)
+        box = fig.get_tightbbox()  # inches, everything drawn (the title too)
+        width, height = fig.get_size_inches()
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, name
+        drawn.add(name)
+        plt.close(fig)
+    assert drawn == ALL

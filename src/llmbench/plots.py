@@ -20,7 +20,7 @@ the viewer's sans-serif), not glyph outlines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -73,10 +73,14 @@ def _end_label(ax: plt.Axes, x: Sequence[float], y: Sequence[float], text: str,
                 color=colour, va="center", fontsize="small", fontweight="bold")  # fmt: skip
 
 
-def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
-    # Constrained layout once, then one draw per format: a figure that keeps a layout
-    # engine is laid out and drawn twice by every savefig (a quarter of the plotting time).
+def lay_out(fig: plt.Figure) -> None:
+    """The layout every figure is saved with: constrained, once. A figure that keeps a
+    layout engine is laid out again by every savefig (a quarter of the plotting time)."""
     ConstrainedLayoutEngine().execute(fig)
+
+
+def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
+    lay_out(fig)  # then one draw per format
     written = []
     with plt.rc_context({**SAME_BYTES, **SVG_TEXT}):
         for fmt in FORMATS:
@@ -101,16 +105,35 @@ SAME_BYTES = {"svg.hashsalt": "llmbench"}
 SVG_TEXT = {"svg.fonttype": "none"}
 
 
-# Figures are built with these: the title sits at the top of the axes (as matplotlib's
-# automatic placement puts it when nothing is above the axes, but without measuring every
-# tick label on each draw, a fifth of the plotting time), and no axis uses an offset text,
-# the one thing that placement moved the title for.
-_FIGURE_RC = {"axes.titley": 1.0, "axes.formatter.useoffset": False}
+# Figures are built with these: no axis uses an offset text (each tick label says its
+# whole value).
+_FIGURE_RC = {"axes.formatter.useoffset": False}
 
 
 def _subplots(figsize: tuple[float, float]) -> tuple[plt.Figure, plt.Axes]:
     with plt.rc_context(_FIGURE_RC):
         return plt.subplots(figsize=figsize, dpi=PNG_DPI, layout="none")
+
+
+TITLE_MARGIN_IN = 0.1
+"""Space kept free on either side of a figure's title (inches)."""
+
+
+def _title(fig: plt.Figure, group: str, what: str) -> None:
+    """``group: what`` centred over the figure (not over the axes, which the y labels push
+    to the right), on two lines (the group, then what) when one would be wider than the
+    figure; a figure narrower than the longer line is widened to fit it. A long group
+    name then never runs off the figure's edges, where it would be cut off."""
+    text = fig.suptitle(f"{group}: {what}")
+    if _width_in(text) + 2 * TITLE_MARGIN_IN > fig.get_figwidth():
+        text.set_text(f"{group}\n{what}")
+        fig.set_figwidth(max(fig.get_figwidth(), _width_in(text) + 2 * TITLE_MARGIN_IN))
+
+
+def _width_in(text: plt.Text) -> float:
+    """Width of ``text`` (its longest line) in inches, measured at the figure's dpi."""
+    fig = text.get_figure()
+    return text.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -160,7 +183,7 @@ def _line_figure(ok: pd.DataFrame, title: str, unit: str, column: str, ylabel: s
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.1)
     ax.margins(x=0.15)
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{title}: {ylabel.split(' (')[0]}")
+    _title(fig, title, ylabel.split(" (")[0])
     return fig
 
 
@@ -191,7 +214,7 @@ def _reference_figure(ok: pd.DataFrame, title: str, unit: str) -> plt.Figure:
     ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.1)
     ax.margins(x=0.2)
     ax.set_ylabel("step time (s)")
-    ax.set_title(f"{title}: measured vs reference step time")
+    _title(fig, title, "measured vs reference step time")
     return fig
 
 
@@ -281,10 +304,8 @@ def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str) -> plt.Fi
     ax.margins(x=0.12)
     ax.set_xlabel("iteration (as the framework numbers it)")
     ax.set_ylabel("step time (s, log)")
-    ax.set_title(
-        f"{title}: step time per iteration, "
-        + ("median and range per configuration" if many else "one line per run")
-    )
+    what = "median and range per configuration" if many else "one line per run"
+    _title(fig, title, f"step time per iteration, {what}")
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -313,7 +334,7 @@ def _status_figure(runs: pd.DataFrame, title: str, unit: str) -> plt.Figure:
     ax.set_yticks(range(len(configs)), configs)
     ax.set_xlabel(f"scale ({unit})")
     ax.set_ylabel("dtype / variant")
-    ax.set_title(f"{title}: run status")
+    _title(fig, title, "run status")
     return fig
 
 
@@ -322,35 +343,42 @@ def plot_group(
 ) -> list[Path]:
     """Write every figure of one scaling group that has data; return the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, fig in group_figures(runs, steps, title):
+        written += _save(fig, out_dir, name)
+    return written
+
+
+def group_figures(
+    runs: pd.DataFrame, steps: pd.DataFrame | None, title: str
+) -> Iterator[tuple[str, plt.Figure]]:
+    """(name, figure) of every figure of one scaling group that has data, built one at a
+    time (the caller saves and closes each before the next is drawn)."""
     if runs.empty:
-        return []
+        return
     unit = "CPU ranks" if (runs["gpu_type"] == "cpu").all() else "GPUs"
     ok = runs[(runs["status"] == "success") & (runs["variant"] == "perf")]
     ok = ok.sort_values(["dtype", "gpus", "attempt"]).drop_duplicates(["dtype", "gpus"],
                                                                        keep="last")  # fmt: skip
-    written: list[Path] = []
     if not ok.empty:
-        written += _save(_line_figure(ok, title, unit, "step_time_mean_s",
-                                      "step time (s, mean over window)", zero=True),
-                         out_dir, "step_time")  # fmt: skip
-        written += _save(_line_figure(ok, title, unit, "tokens_per_s", "throughput (tokens/s)",
-                                      log_y=True, ideal=True), out_dir, "tokens_per_s")  # fmt: skip
+        yield "step_time", _line_figure(ok, title, unit, "step_time_mean_s",
+                                        "step time (s, mean over window)", zero=True)  # fmt: skip
+        yield "tokens_per_s", _line_figure(ok, title, unit, "tokens_per_s", "throughput (tokens/s)",
+                                           log_y=True, ideal=True)  # fmt: skip
         if ok["mfu"].notna().any():
-            written += _save(_line_figure(ok, title, unit, "mfu", "MFU (%)", scale=100,
-                                          zero=True), out_dir, "mfu")  # fmt: skip
+            yield "mfu", _line_figure(ok, title, unit, "mfu", "MFU (%)", scale=100, zero=True)
         eff = _efficiency(ok)
         if not eff.empty:
-            written += _save(_line_figure(eff, title, unit, "efficiency_pct",
-                                          "scaling efficiency (% of smallest scale per GPU)",
-                                          zero=True), out_dir, "efficiency")  # fmt: skip
+            yield "efficiency", _line_figure(eff, title, unit, "efficiency_pct",
+                                             "scaling efficiency (% of smallest scale per GPU)",
+                                             zero=True)  # fmt: skip
         if "reference_step_time_s" in ok.columns and ok["reference_step_time_s"].notna().any():
-            written += _save(_reference_figure(ok, title, unit), out_dir, "reference")
+            yield "reference", _reference_figure(ok, title, unit)
     if steps is not None and not steps.empty:
         traced = steps[_positions(steps["run_id"], runs["run_id"]) >= 0]
         if not traced.empty:
-            written += _save(_trace_figure(runs, traced, title), out_dir, "step_trace")
-    written += _save(_status_figure(runs, title, unit), out_dir, "status")
-    return written
+            yield "step_trace", _trace_figure(runs, traced, title)
+    yield "status", _status_figure(runs, title, unit)
 
 
 TRACE_COLUMNS = ("run_id", "iteration", "step_time_s")
