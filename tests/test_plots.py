@@ -18,7 +18,15 @@ import pytest
 
 from llmbench.catalog import load_catalog
 from llmbench.config import run_specs, validate_config
-from llmbench.plots import TRACE_COLUMNS, group_figures, lay_out, plot_files, plot_group, read_group
+from llmbench.plots import (
+    END_LABEL,
+    TRACE_COLUMNS,
+    group_figures,
+    lay_out,
+    plot_files,
+    plot_group,
+    read_group,
+)
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
 # The figures the module documents, each written as SVG and PNG when it has data.
@@ -268,3 +276,25 @@ def test_no_figure_runs_off_its_edges_even_with_the_catalogs_longest_group_name(
         drawn.add(name)
         plt.close(fig)
     assert drawn == ALL
+
+
+def test_lines_that_end_close_together_get_labels_that_do_not_overlap() -> None:
+    """bf16 and its ideal line end at nearly the same throughput, and the step trace's
+    runs of one dtype at nearly the same step time: their labels are moved apart."""
+    runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
+    labelled = 0
+    for name, fig in group_figures(runs, steps, "g"):
+        lay_out(fig)
+        renderer = fig.canvas.get_renderer()
+        labels = [t for t in fig.axes[0].texts if t.get_gid() == END_LABEL]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, box in enumerate(boxes):
+            for j in range(i):
+                assert not box.overlaps(boxes[j]), (
+                    name,
+                    labels[i].get_text(),
+                    labels[j].get_text(),
+                )
+        labelled += len(labels)
+        plt.close(fig)
+    assert labelled >= 2 * len(runs)  # every run of the trace, each line of the others

@@ -12,7 +12,9 @@ Figures, each only when it has data (a figure with nothing to show is not writte
   ``TRACE_MAX_RUNS`` runs the median and min-max range per dtype and scale instead
 - ``status``: scale x configuration matrix coloured by status / failure reason
 
-Lines carry their label at their last point, so no legend needs to be looked up.
+Lines carry their label at their last point (moved apart where lines end close together),
+so no legend needs to be looked up. The title (the group, then what the figure shows) is
+the figure's, and never wider than it.
 Only successful ``perf`` runs are drawn in the metric figures. The same tables give the
 same bytes (no dates, fixed SVG ids). SVG text is text (``<text>`` in DejaVu Sans, else
 the viewer's sans-serif), not glyph outlines.
@@ -67,16 +69,63 @@ def _scale_axis(ax: plt.Axes, scales: Sequence[int], unit: str) -> None:
         ax.set_xlim(ticks[0] / 1.5, ticks[0] * 1.5)
 
 
+END_LABEL = "end-label"
+"""The ``gid`` of a line's label at its last point (``lay_out`` moves these apart)."""
+
+
 def _end_label(ax: plt.Axes, x: Sequence[float], y: Sequence[float], text: str,
                colour: str) -> None:  # fmt: skip
-    ax.annotate(text, (x[-1], y[-1]), xytext=(6, 0), textcoords="offset points",
+    ax.annotate(text, (x[-1], y[-1]), xytext=(6, 0), textcoords="offset points", gid=END_LABEL,
                 color=colour, va="center", fontsize="small", fontweight="bold")  # fmt: skip
 
 
+def _spread_end_labels(ax: plt.Axes) -> None:
+    """Move the end labels of lines that end close together apart vertically, so that they
+    do not print over each other: labels keep their order, each run of labels that would
+    touch is centred on its lines' ends, one line height apart, and all stay within the
+    axes' height (so inside the space the layout gave them)."""
+    labels = [t for t in ax.texts if t.get_gid() == END_LABEL]
+    if len(labels) < 2:
+        return
+    to_points = 72 / ax.get_figure().dpi
+    anchors = [ax.transData.transform(label.xy)[1] * to_points for label in labels]
+    order = sorted(range(len(labels)), key=anchors.__getitem__)
+    gap = 1.2 * max(label.get_fontsize() for label in labels)
+    runs: list[list[int]] = []  # runs of touching labels, bottom to top
+    for i in order:
+        runs.append([i])
+        while len(runs) > 1 and _run_start(runs[-2], anchors, gap) + len(runs[-2]) * gap > (
+            _run_start(runs[-1], anchors, gap)
+        ):
+            runs[-2:] = [runs[-2] + runs[-1]]
+    placed = [p for run in runs for p in _run_positions(run, anchors, gap)]
+    bottom, top = (v * to_points for v in (ax.bbox.y0, ax.bbox.y1))
+    count = len(placed)
+    for k in range(count):  # inside the axes from the top down, then from the bottom up
+        placed[k] = min(placed[k], top - (count - k - 0.5) * gap)
+    for k in range(count):
+        placed[k] = max(placed[k], bottom + (k + 0.5) * gap)
+    for i, position in zip(order, placed, strict=True):
+        labels[i].xyann = (labels[i].xyann[0], position - anchors[i])
+
+
+def _run_start(run: list[int], anchors: list[float], gap: float) -> float:
+    """Position of the lowest label of ``run`` when the run is centred on its anchors."""
+    return sum(anchors[i] for i in run) / len(run) - (len(run) - 1) * gap / 2
+
+
+def _run_positions(run: list[int], anchors: list[float], gap: float) -> list[float]:
+    start = _run_start(run, anchors, gap)
+    return [start + k * gap for k in range(len(run))]
+
+
 def lay_out(fig: plt.Figure) -> None:
-    """The layout every figure is saved with: constrained, once. A figure that keeps a
-    layout engine is laid out again by every savefig (a quarter of the plotting time)."""
+    """The layout every figure is saved with: constrained, once (a figure that keeps a
+    layout engine is laid out again by every savefig, a quarter of the plotting time),
+    then the lines' end labels moved apart where they would overlap."""
     ConstrainedLayoutEngine().execute(fig)
+    for ax in fig.axes:
+        _spread_end_labels(ax)
 
 
 def _save(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
