@@ -27,6 +27,7 @@ from llmbench.plots import (
     plot_group,
     read_group,
 )
+from tests.conftest import tiny_sweep
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
 # The figures the module documents, each written as SVG and PNG when it has data.
@@ -298,3 +299,24 @@ def test_lines_that_end_close_together_get_labels_that_do_not_overlap() -> None:
         labelled += len(labels)
         plt.close(fig)
     assert labelled >= 2 * len(runs)  # every run of the trace, each line of the others
+
+
+@pytest.mark.parametrize("bands", [False, True], ids=["a line per run", "a band per config"])
+def test_fourteen_configurations_each_get_a_label_and_a_colour_of_their_own(
+    bands, monkeypatch
+) -> None:
+    """The catalog's largest group (Nemotron4 15B on H100) has 14 configurations: more
+    than 10 colours and more labels than used to be drawn."""
+    runs, steps = sweep_tables([tiny_sweep(tuple(range(1, 8)), dtypes=("fp32", "bf16"))])
+    assert len(runs) == 14
+    if bands:
+        monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
+    try:
+        trace = dict(group_figures(runs, steps, "g"))["step_trace"]
+        lay_out(trace)
+        labels = [t for t in trace.axes[0].texts if t.get_gid() == END_LABEL]
+        assert len(labels) == 14
+        assert len({t.get_color() for t in labels}) == 14
+        assert all(t.get_text().endswith("(1 run)") == bands for t in labels)
+    finally:
+        plt.close("all")

@@ -22,7 +22,7 @@ the viewer's sans-serif), not glyph outlines.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -298,11 +298,23 @@ def _trace_lines(order: pd.DataFrame, steps: pd.DataFrame) -> tuple[list[np.ndar
     return np.split(xy, starts), rank[np.r_[0, starts]]
 
 
+TRACE_MAX_LABELS = 20
+"""Up to this many lines (runs, or configurations) the step trace labels each: spread one
+line height apart, 20 fit the axes' height."""
+
+
+def _colours(count: int) -> Callable[[int], tuple[float, ...]]:
+    """Colour of line ``i`` of ``count``: 10 distinct, or 20 (in pairs of a dark and a light
+    shade) for more lines; beyond 20 they repeat."""
+    cmap = plt.get_cmap("tab10" if count <= 10 else "tab20")
+    return lambda i: cmap(i % cmap.N)
+
+
 def _draw_runs(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
-    colours = plt.get_cmap("tab10")
+    colours = _colours(len(order))
     segments, positions = _trace_lines(order, steps)
-    seg_colours = [colours(i % 10) for i in positions.tolist()]
-    if len(order) <= 12:
+    seg_colours = [colours(i) for i in positions.tolist()]
+    if len(order) <= TRACE_MAX_LABELS:
         for xy, i, colour in zip(segments, positions.tolist(), seg_colours, strict=True):
             dtype, gpus = order["dtype"].iat[i], order["gpus"].iat[i]
             _end_label(ax, xy[:, 0], xy[:, 1], f"{dtype} x{gpus}", colour)
@@ -313,11 +325,11 @@ def _draw_runs(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
 
 def _draw_bands(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
     """Median and min-max of step time per iteration of each (dtype, scale)."""
-    colours = plt.get_cmap("tab10")
     rank = _positions(steps["run_id"], order["run_id"])
     keep = rank >= 0
     # ``order`` is sorted by dtype and scale, so configuration codes follow that order
     codes, labels = pd.factorize(order["dtype"].astype(str) + " x" + order["gpus"].astype(str))
+    colours = _colours(len(labels))
     frame = pd.DataFrame({
         "config": codes[rank[keep]],
         "run": rank[keep],
@@ -328,12 +340,12 @@ def _draw_bands(ax: plt.Axes, order: pd.DataFrame, steps: pd.DataFrame) -> None:
     stats = frame.groupby(["config", "iteration"], sort=True)["t"].agg(["median", "min", "max"])
     for code, part in stats.groupby(level="config", sort=True):
         x = part.index.get_level_values("iteration").to_numpy(float)
-        colour = colours(int(code) % 10)
+        colour = colours(int(code))
         ax.fill_between(x, part["min"].to_numpy(), part["max"].to_numpy(), color=colour,
                         alpha=0.25, linewidth=0)  # fmt: skip
         median = part["median"].to_numpy()
         ax.plot(x, median, color=colour, linewidth=1.2)
-        if len(labels) <= 12:
+        if len(labels) <= TRACE_MAX_LABELS:
             n = int(runs_per_config[code])
             text = f"{labels[code]} ({n} run{'' if n == 1 else 's'})"
             _end_label(ax, x, median, text, colour)
