@@ -320,3 +320,21 @@ def test_fourteen_configurations_each_get_a_label_and_a_colour_of_their_own(
         assert all(t.get_text().endswith("(1 run)") == bands for t in labels)
     finally:
         plt.close("all")
+
+
+def test_a_line_that_ends_without_a_value_leaves_the_other_labels_apart() -> None:
+    runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
+    last_bf16 = (runs["dtype"] == "bf16") & (runs["gpus"] == max(SCALES))
+    runs.loc[last_bf16, "tokens_per_s"] = np.nan
+    try:
+        figure = dict(group_figures(runs, steps, "g"))["tokens_per_s"]
+        lay_out(figure)
+        renderer = figure.canvas.get_renderer()
+        labels = [t for t in figure.axes[0].texts if t.get_gid() == END_LABEL]
+        drawn = [t for t in labels if np.isfinite(t.xy[1])]  # matplotlib skips a NaN end
+        assert len(labels) == 4
+        assert sorted(t.get_text() for t in drawn) == ["bf16 ideal", "fp8", "fp8 ideal"]
+        boxes = [t.get_window_extent(renderer) for t in drawn]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[:i])
+    finally:
+        plt.close("all")

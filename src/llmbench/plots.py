@@ -84,11 +84,13 @@ def _spread_end_labels(ax: plt.Axes) -> None:
     do not print over each other: labels keep their order, each run of labels that would
     touch is centred on its lines' ends, one line height apart, and all stay within the
     axes' height (so inside the space the layout gave them)."""
-    labels = [t for t in ax.texts if t.get_gid() == END_LABEL]
-    if len(labels) < 2:
-        return
     to_points = 72 / ax.get_figure().dpi
-    anchors = [ax.transData.transform(label.xy)[1] * to_points for label in labels]
+    ends = [(t, ax.transData.transform(t.xy)[1] * to_points) for t in ax.texts
+            if t.get_gid() == END_LABEL]  # fmt: skip
+    ends = [(t, y) for t, y in ends if np.isfinite(y)]  # a NaN end is not drawn at all
+    if len(ends) < 2:
+        return
+    labels, anchors = [t for t, _ in ends], [y for _, y in ends]
     order = sorted(range(len(labels)), key=anchors.__getitem__)
     gap = 1.2 * max(label.get_fontsize() for label in labels)
     runs: list[list[int]] = []  # runs of touching labels, bottom to top
