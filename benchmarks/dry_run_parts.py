@@ -52,13 +52,21 @@ def split_rule(text: str) -> tuple[str, Blocks, str]:
 
 def _keep(name: str, *entries: str) -> Callable[[Blocks], None]:
     """Keep only the lines of directive ``name`` that declare one of ``entries``."""
+    return _select(name, entries, keep=True)
 
+
+def _drop_entries(name: str, *entries: str) -> Callable[[Blocks], None]:
+    """Remove the lines of directive ``name`` that declare one of ``entries``."""
+    return _select(name, entries, keep=False)
+
+
+def _select(name: str, entries: tuple[str, ...], keep: bool) -> Callable[[Blocks], None]:
     def edit(blocks: Blocks) -> None:
         first, *body = blocks[name]
-        kept = [line for line in body if line.strip().split("=")[0] in entries]
-        if len(kept) != len(entries):
+        named = [line.strip().split("=")[0] in entries for line in body]
+        if sum(named) != len(entries):
             raise SystemExit(f"{RULE_FILE}: {name}: not every one of {entries} found")
-        blocks[name] = [first, *kept]
+        blocks[name] = [first, *(line for line, n in zip(body, named, strict=True) if n == keep)]
 
     return edit
 
@@ -70,6 +78,12 @@ def _drop(name: str) -> Callable[[Blocks], None]:
     return edit
 
 
+def _one_input(blocks: Blocks) -> None:
+    # What a redesign could merge the image, venv and gate into: one file per run to wait
+    # for (here the gate's, which every run of the sweep waits for already).
+    blocks["input"] = ["    input:\n", "        PREFLIGHT_EXCLUDE,\n"]
+
+
 def _shell(blocks: Blocks) -> None:
     del blocks["script"]
     blocks["shell"] = ["    shell:\n", '        "true"\n']
@@ -78,9 +92,12 @@ def _shell(blocks: Blocks) -> None:
 EDITS: dict[str, Callable[[Blocks], None]] = {
     "one_output": _keep("output", "record"),
     "no_inputs": _drop("input"),
+    "one_input": _one_input,
     "no_slurm_resources": _keep("resources", "bench", "llmbench_try"),
     "bench_only": _keep("resources", "bench"),
+    "no_try": _drop_entries("resources", "bench", "llmbench_try"),
     "no_params": _drop("params"),
+    "one_param": _keep("params", "run"),
     "shell": _shell,
 }
 
@@ -90,6 +107,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no inputs (image, venv, preflight gate)": ("no_inputs",),
     "no Slurm resources": ("no_slurm_resources",),
     "`shell:` instead of `script:`": ("shell",),
+    "1 output, 1 input, 1 param, the Slurm resources (merged as far as possible)": (
+        "one_output", "one_input", "one_param", "no_try",
+    ),
     "1 output, no inputs, resources, params or script": (
         "one_output", "no_inputs", "bench_only", "no_params", "shell",
     ),

@@ -42,6 +42,14 @@ def test_each_variant_takes_out_what_it_names_and_nothing_else() -> None:
     shell = variant("`shell:` instead of `script:`")
     assert set(shell) == set(whole) - {"script"} | {"shell"}
 
+    merged = variant("1 output, 1 input, 1 param, the Slurm resources (merged as far as possible)")
+    assert set(merged) == set(whole)
+    assert entries(merged["output"]) == {"record"} and entries(merged["params"]) == {"run"}
+    assert [line.strip() for line in merged["input"][1:]] == ["PREFLIGHT_EXCLUDE,"]
+    slurm = entries(whole["resources"]) - {"bench", "llmbench_try"}
+    assert entries(merged["resources"]) == slurm and "gres" in slurm
+    assert merged["script"] == whole["script"]
+
     floor = variant("1 output, no inputs, resources, params or script")
     assert set(floor) == set(whole) - {"input", "params", "script"} | {"shell"}
     assert entries(floor["output"]) == {"record"} and entries(floor["resources"]) == {"bench"}
