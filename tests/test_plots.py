@@ -301,19 +301,26 @@ def test_lines_that_end_close_together_get_labels_that_do_not_overlap() -> None:
     assert labelled >= 2 * len(runs)  # every run of the trace, each line of the others
 
 
+def fp32_bf16_trace(scales, bands: bool, monkeypatch) -> tuple[pd.DataFrame, plt.Figure]:
+    """The runs of fp32 and bf16 at ``scales`` and their step trace, laid out: a line per
+    run, or (``bands``) a band per configuration."""
+    runs, steps = sweep_tables([tiny_sweep(tuple(scales), dtypes=("fp32", "bf16"))])
+    if bands:
+        monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
+    trace = dict(group_figures(runs, steps, "tiny-llama_tiny_cpu_weak"))["step_trace"]
+    lay_out(trace)
+    return runs, trace
+
+
 @pytest.mark.parametrize("bands", [False, True], ids=["a line per run", "a band per config"])
 def test_fourteen_configurations_each_get_a_label_and_a_colour_of_their_own(
     bands, monkeypatch
 ) -> None:
     """The catalog's largest group (Nemotron4 15B on H100) has 14 configurations: more
     than 10 colours and more labels than used to be drawn."""
-    runs, steps = sweep_tables([tiny_sweep(tuple(range(1, 8)), dtypes=("fp32", "bf16"))])
-    assert len(runs) == 14
-    if bands:
-        monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
     try:
-        trace = dict(group_figures(runs, steps, "g"))["step_trace"]
-        lay_out(trace)
+        runs, trace = fp32_bf16_trace(range(1, 8), bands, monkeypatch)
+        assert len(runs) == 14
         labels = [t for t in trace.axes[0].texts if t.get_gid() == END_LABEL]
         assert len(labels) == 14
         assert len({t.get_color() for t in labels}) == 14
@@ -336,5 +343,42 @@ def test_a_line_that_ends_without_a_value_leaves_the_other_labels_apart() -> Non
         assert sorted(t.get_text() for t in drawn) == ["bf16 ideal", "fp8", "fp8 ideal"]
         boxes = [t.get_window_extent(renderer) for t in drawn]
         assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[:i])
+    finally:
+        plt.close("all")
+
+
+@pytest.mark.parametrize("bands", [False, True], ids=["a line per run", "a band per config"])
+def test_more_configurations_than_labels_get_a_colour_per_scale_and_a_style_per_dtype(
+    bands, monkeypatch
+) -> None:
+    """2 dtypes at 11 scales (1 to 1024) are 22 lines, more than can be labelled or told
+    apart by 20 colours: the colour is the scale, named by a colour bar, and the line style
+    the dtype, named by a legend; all of it inside the figure."""
+    scales = [2**k for k in range(11)]
+    try:
+        runs, trace = fp32_bf16_trace(scales, bands, monkeypatch)
+        assert len(runs) == 22
+        ax, bar = trace.axes
+        assert not [t for t in ax.texts if t.get_gid() == END_LABEL]
+        assert [t.get_text() for t in bar.get_yticklabels()] == [str(s) for s in scales]
+        assert bar.get_ylabel() == "scale (CPU ranks)"
+        assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["bf16", "fp32"]
+        order = runs.sort_values(["dtype", "gpus"], kind="stable")
+        if bands:  # one median line per configuration, in that order
+            colours = [tuple(line.get_color()) for line in ax.get_lines()]
+            styles = [line.get_linestyle() for line in ax.get_lines()]
+        else:  # one segment per run, in that order
+            lines = ax.collections[0]
+            colours = [tuple(c) for c in lines.get_colors()]
+            styles = [str(s) for s in lines.get_linestyles()]
+        assert len(colours) == len(styles) == 22
+        colour_of = dict(zip(order["gpus"], colours, strict=False))
+        assert len(set(colour_of.values())) == 11
+        assert colours == [colour_of[g] for g in order["gpus"]]
+        style_of = dict(zip(order["dtype"], styles, strict=False))
+        assert len(set(style_of.values())) == 2
+        assert styles == [style_of[d] for d in order["dtype"]]
+        box, (width, height) = trace.get_tightbbox(), trace.get_size_inches()
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height
     finally:
         plt.close("all")
