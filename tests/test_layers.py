@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stack_dumps",
         "atomic",
         "atomic_tables",
+        "arrow_memory",
         "yamlfile",
         "step_clock",
     ),

@@ -4,11 +4,16 @@ one row per run, and the same tables as the column-wise functions give."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pytest
 
 from llmbench.aggregate import runs_table_from_frames, spec_row, steps_table_from_frame
-from llmbench.tables import OUTPUTS, aggregate_sweep
+from llmbench.reference import references_for
+from llmbench.tables import OUTPUTS, aggregate_sweep, read_sweep, write_sweep_tables
 from tests.test_aggregate import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
 
 
@@ -22,19 +27,27 @@ def write_run(root, rec, summary, steps):
     return run_dir / "run.json"
 
 
-def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> None:
-    good, empty = record(gpus=1), record(gpus=2, exit_code=1)
-    runs_dir, tables = tmp_path / "runs", tmp_path / "tables"
-    tables.mkdir()
-    steps = {good["run_id"]: steps_of(good["run_id"], range(50)),
-             empty["run_id"]: steps_of(empty["run_id"], range(0))}  # fmt: skip
+GOOD, EMPTY = record(gpus=1), record(gpus=2, exit_code=1)
+"""A run with 50 steps and one that failed without any."""
+
+
+def two_run_folders(root) -> tuple[list[str], dict[str, pd.DataFrame], dict[str, Path]]:
+    """The run.json paths of GOOD and EMPTY, their steps, and an output path per name."""
+    steps = {GOOD["run_id"]: steps_of(GOOD["run_id"], range(50)),
+             EMPTY["run_id"]: steps_of(EMPTY["run_id"], range(0))}  # fmt: skip
     paths = [
-        write_run(runs_dir, good, SUMMARY, steps[good["run_id"]]),
-        write_run(runs_dir, empty, NO_DATA, steps[empty["run_id"]]),
+        write_run(root / "runs", GOOD, SUMMARY, steps[GOOD["run_id"]]),
+        write_run(root / "runs", EMPTY, NO_DATA, steps[EMPTY["run_id"]]),
     ]
-    outputs = {name: tables / name for name in OUTPUTS}
+    (root / "tables").mkdir()
+    return [str(p) for p in paths], steps, {name: root / "tables" / name for name in OUTPUTS}
+
+
+def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> None:
+    good, empty = GOOD, EMPTY
+    paths, steps, outputs = two_run_folders(tmp_path)
     _, steps_table = aggregate_sweep(
-        {"records": [str(p) for p in paths]}, outputs, {"sweep_id": "s1"}, TRAIN_TOKENS, 0.05
+        {"records": paths}, outputs, {"sweep_id": "s1"}, TRAIN_TOKENS, 0.05
     )
     assert all(outputs[name].stat().st_size > 0 for name in OUTPUTS)
     assert json.loads(outputs["sweep"].read_text()) == {"sweep_id": "s1"}
@@ -55,3 +68,22 @@ def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> N
     assert len(steps_table) == len(steps_table_from_frame(specs, long)) == 50
     assert pd.read_parquet(outputs["steps"]).run_id.tolist() == [good["run_id"]] * 50
     assert good["run_id"] in outputs["runs_html"].read_text()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="pyarrow's Linux wheels bundle jemalloc")
+def test_every_stage_of_the_tables_allocates_arrow_memory_from_jemalloc(tmp_path) -> None:
+    """llmbench.arrow_memory: the pool that keeps the steps table's string columns off
+    freshly zeroed huge pages, for the whole job and only for it."""
+    paths, _, outputs = two_run_folders(tmp_path)
+    pools: dict[str, str] = {}
+
+    def stage(name, fn):
+        pools[name] = pa.default_memory_pool().backend_name
+        return fn()
+
+    before = pa.default_memory_pool().backend_name
+    write_sweep_tables(read_sweep(paths, None), {"sweep_id": "s1"}, references_for(None), 0.05,
+                       TRAIN_TOKENS, outputs, stage=stage)  # fmt: skip
+    assert {"spec_rows", "runs_table", "steps_table_wait"} <= set(pools)
+    assert set(pools.values()) == {"jemalloc"}
+    assert pa.default_memory_pool().backend_name == before

@@ -24,6 +24,7 @@ from llmbench.aggregate import (
     spec_columns,
     steps_table_from_frame,
 )
+from llmbench.arrow_memory import table_building_pool
 from llmbench.atomic import write_json_atomic, write_text_atomic
 from llmbench.atomic_tables import write_csv_atomic, write_parquet_atomic
 from llmbench.attempts import attempt_history
@@ -136,11 +137,11 @@ def write_sweep_tables(
         for name, page in pages.items():
             write_text_atomic(page(), outputs[name])
 
-    specs = stage("spec_rows", spec_rows)
     # The steps table and its Parquet are mostly Arrow and numpy work, which release the
     # GIL: built on a second thread while this one builds the runs table, its CSV and the
     # pages, which are mostly Python (the aggregate rule asks for two cores).
-    with ThreadPoolExecutor(max_workers=1) as background:
+    with table_building_pool(), ThreadPoolExecutor(max_workers=1) as background:
+        specs = stage("spec_rows", spec_rows)
         steps_done = background.submit(steps_table)
         runs = stage(
             "runs_table",
