@@ -323,6 +323,7 @@ def test_fourteen_configurations_each_get_a_label_and_a_colour_of_their_own(
         assert len(runs) == 14
         labels = [t for t in trace.axes[0].texts if t.get_gid() == END_LABEL]
         assert len(labels) == 14
+        assert trace.axes[0].margins()[0] > 0.1  # room for them on the right
         assert len({t.get_color() for t in labels}) == 14
         assert all(t.get_text().endswith("(1 run)") == bands for t in labels)
     finally:
@@ -360,6 +361,7 @@ def test_more_configurations_than_labels_get_a_colour_per_scale_and_a_style_per_
         assert len(runs) == 22
         ax, bar = trace.axes
         assert not [t for t in ax.texts if t.get_gid() == END_LABEL]
+        assert ax.margins()[0] < 0.05  # no room kept for labels that are not there
         assert [t.get_text() for t in bar.get_yticklabels()] == [str(s) for s in scales]
         assert bar.get_ylabel() == "scale (CPU ranks)"
         assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["bf16", "fp32"]

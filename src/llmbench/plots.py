@@ -412,7 +412,8 @@ def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str, unit: str
     ax.text((lo + hi) / 2, 0.98, f"averaging window {lo}-{hi}", transform=ax.get_xaxis_transform(),
             ha="center", va="top", fontsize="small")  # fmt: skip
     _log_y(ax)
-    ax.margins(x=0.12)
+    labelled = any(t.get_gid() == END_LABEL for t in ax.texts)
+    ax.margins(x=0.12 if labelled else 0.03)  # room on the right for the end labels
     ax.set_xlabel("iteration (as the framework numbers it)")
     ax.set_ylabel("step time (s, log)")
     what = "median and range per configuration" if many else "one line per run"
