@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "catalog",
         "limits",
         "images",
+        "kubernetes_names",
         "redact",
         "stack_dumps",
         "atomic",
@@ -42,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stage",
         "plan",
         "catalog.parity",
+        "value_checks",
     ),
     # 2: launchers and outside systems (one module each), the processes they run
     (

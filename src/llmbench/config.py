@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -27,6 +28,7 @@ from llmbench.limits import RunLimits, resolve_limits
 from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import ModelFields, Parallelism, ProfileSettings, RunSpec
 from llmbench.stage import checkpoint_source, needs_venv, venv_requirements_path
+from llmbench.value_checks import check_credentials, check_platform_runs, check_values, dotted_key
 from llmbench.yamlfile import read_yaml_file
 
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
@@ -65,8 +67,23 @@ def _is_number(_checker: Any, value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+@cache
+def _schema_regex(pattern: str) -> re.Pattern[str]:
+    # JSON Schema patterns are ECMA-262 regexes, whose `$` matches only at the end of the
+    # value; Python's `$` also matches before a final newline ("ns\n" would pass).
+    return re.compile(re.sub(r"(?<!\\)\$$", r"\\Z", pattern))
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, _schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if validator.is_type(instance, "string") and not _schema_regex(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
+    validators={"pattern": _pattern},
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
         {"integer": _is_integer, "number": _is_number}
     ),
@@ -79,15 +96,8 @@ def config_schema() -> dict[str, Any]:
     return parse_package_yaml(text)
 
 
-def _path(parts: Any) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _schema_error_line(err: jsonschema.ValidationError) -> str:
-    where = _path(err.absolute_path)
+    where = dotted_key(err.absolute_path)
     value = err.instance
     if err.validator == "type" and isinstance(value, float) and not math.isfinite(value):
         return f"{where}: {value} is not a finite number; allowed: {_allowed_type(err)}"
@@ -148,12 +158,14 @@ def validate_and_expand(
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
     config = copy.deepcopy(dict(raw))
+    check_credentials(config, source)
     validator = _Validator(config_schema())
     err = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if err is not None:
         raise ConfigError(f"{source}: {_schema_error_line(err)}")
     config = _with_defaults(config, config_schema())
     _check_images(config, source)
+    check_values(config, source)
     lo, hi = config["window"]
     if lo > hi:
         raise ConfigError(
@@ -302,6 +314,7 @@ def _check_sweep(
                 f"{source}: reference.file: {reference!r} has suffix "
                 f"{Path(reference).suffix!r}; allowed: {', '.join(REFERENCE_SUFFIXES)}"
             )
+    check_platform_runs(specs, source)
     cores = os.cpu_count() or 1
     for spec in local_cpu_runs(specs):
         threads = spec.gpus * spec.threads_per_rank  # local: every rank on this machine

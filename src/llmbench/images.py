@@ -14,8 +14,9 @@ ARCHES = ("x86_64", "aarch64")
 
 _REPO = r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 _TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
-REPO_TAG_RE = re.compile(rf"^(?P<repo>{_REPO}):(?P<tag>{_TAG})$")
-HOST_RE = re.compile(r"^[A-Za-z0-9.-]+(?::[0-9]+)?$")
+# matched whole (fullmatch): a `$` would also match before a final newline
+REPO_TAG_RE = re.compile(rf"(?P<repo>{_REPO}):(?P<tag>{_TAG})")
+HOST_RE = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]+)?")
 
 
 def parse_image(image: str) -> tuple[str | None, str, str]:
@@ -32,8 +33,8 @@ def parse_image(image: str) -> tuple[str | None, str, str]:
         first, tail = image.split("/", 1)
         if "." in first or ":" in first or first == "localhost":
             host, rest = first, tail
-    match = REPO_TAG_RE.match(rest)
-    if not match or (host is not None and not HOST_RE.match(host)):
+    match = REPO_TAG_RE.fullmatch(rest)
+    if not match or (host is not None and not HOST_RE.fullmatch(host)):
         raise LaunchError(
             f"image {image!r} is not a container image reference; allowed: "
             "[registry/]namespace/name:tag with a lowercase name and an explicit tag"

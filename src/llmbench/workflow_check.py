@@ -24,7 +24,7 @@ def check_workflow_config(
     ``llmbench plan`` checks them; raises ``ConfigError`` (one line). With ``cache`` (the
     main process), the result is stored there for the processes inside jobs."""
     checked = workflow_config(overrides, path, base_dirs, warn=warn)
-    check_platforms(checked[1], source="config")
+    check_platforms(checked[1], source=str(path))  # named as `llmbench plan` names it
     if cache is not None:
         cores_checked = bool(local_cpu_runs(checked[1]))
         write_specs(cache, path, overrides, base_dirs, checked, cores_checked=cores_checked)

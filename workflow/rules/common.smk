@@ -7,7 +7,7 @@ from pathlib import Path
 
 from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
-from llmbench.launch.platforms import PLATFORM_LAUNCHERS
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS, missing_secret
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
 from llmbench.stage import (
@@ -64,6 +64,16 @@ CONFIG, _specs = _checked
 config.update(CONFIG)
 
 RUNS = {spec.run_id: spec for spec in _specs}
+
+
+onstart:
+    # A sweep that is about to run (not a dry run): the Run:ai secret its train jobs read
+    # from this environment must be here before the first one starts.
+    _secret = missing_secret(RUNS.values())
+    if _secret:
+        sys.exit(f"llmbench: error: {_secret}")
+
+
 _missing = wiring.missing_embedded_packages(_specs)
 if _missing:  # before any run: a plain `pip install .` has no torch
     sys.exit(f"llmbench: error: {_missing}")

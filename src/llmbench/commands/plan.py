@@ -8,7 +8,7 @@ import sys
 
 from llmbench.catalog import published_results
 from llmbench.config import check_experiment, merge_config
-from llmbench.launch.platforms import check_platforms
+from llmbench.launch.platforms import check_platforms, missing_secret
 from llmbench.plan import plan_summary, plan_table, reference_step_times
 from llmbench.yamlfile import read_yaml_file
 
@@ -39,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     warn = lambda line: print(f"llmbench: warning: {line}", file=sys.stderr)  # noqa: E731
     specs = check_experiment(read_yaml_file(args.config), site, str(args.config), warn=warn)[1]
     check_platforms(specs, source=str(args.config))
+    secret = missing_secret(specs)
+    if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
+        warn(secret)
     plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
     if args.format == "json":

@@ -33,6 +33,7 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module
 from llmbench.launch.shell import join
 from llmbench.runspec import RunSpec
+from llmbench.value_checks import DEFAULT_POLL_S
 
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"
@@ -74,7 +75,7 @@ class KubernetesSite:
     gpu_resource: str = "nvidia.com/gpu"
     llmbench_src: str = ""
     keep: bool = False
-    poll_s: float = 10.0
+    poll_s: float = DEFAULT_POLL_S["kubernetes"]
     context: str = ""
 
     @classmethod
@@ -124,8 +125,9 @@ def image_for(spec: RunSpec, site: KubernetesSite) -> str:
 
 def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
     """What each node's container runs: write the spec, then torchrun over the node's
-    ranks. ``launcher`` is the torchrun part: the Trainer sets PET_* variables that
-    torchrun reads; a PyTorchJob sets MASTER_ADDR, MASTER_PORT and RANK (the pod index)."""
+    ranks. ``launcher`` is the torchrun part, shell words already quoted: the Trainer
+    sets PET_* variables that torchrun reads; a PyTorchJob sets MASTER_ADDR, MASTER_PORT
+    and RANK (the pod index). Every value from the profile is quoted (``join``)."""
     lines = [
         "set -euo pipefail",
         'cd "$(mktemp -d)"',
@@ -133,8 +135,8 @@ def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
         f"export OMP_NUM_THREADS={spec.threads_per_rank}",
     ]
     if llmbench_src:
-        lines.append(f'export PYTHONPATH="{llmbench_src}${{PYTHONPATH:+:$PYTHONPATH}}"')
-    lines.append(f"exec {launcher} -m {entry_module(spec)} --spec {SPEC_FILE}")
+        lines.append(f'export PYTHONPATH={join([llmbench_src])}"${{PYTHONPATH:+:$PYTHONPATH}}"')
+    lines.append(f"exec {launcher} {join(['-m', entry_module(spec), '--spec', SPEC_FILE])}")
     script = "\n".join(lines)
     return ["bash", "-c", script]
 
@@ -339,8 +341,8 @@ def render_submit_script(header: list[str], site: KubernetesSite) -> str:
     ]
     if site.keep:
         args.append("--keep")
-    if site.context:
-        args += ["--context", site.context]
+    if site.context:  # one word with its option: a context starting with '-' stays a value
+        args.append(f"--context={site.context}")
     lines = [
         *header,
         "# Submits manifest.yaml with the kubernetes client (KUBECONFIG or ~/.kube/config),",

@@ -5,6 +5,8 @@ a failure reason only the platform knows (eviction, OOM kill, image pull, deadli
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,18 @@ from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import MANIFEST_FILE, KubernetesSite, render_manifest_yaml
 from llmbench.launch.runai import PAYLOAD_FILE, RunaiSite, render_payload_json
 from llmbench.runspec import RunSpec
+from llmbench.value_checks import PLATFORM_LAUNCHERS
+
+__all__ = [
+    "PLATFORM_LAUNCHERS",
+    "check_platforms",
+    "missing_secret",
+    "platform_files",
+    "platform_outcome",
+]
 
 CLUSTER_TYPES = {"local": "local", "srun": "slurm", "kubernetes": "kubernetes", "runai": "runai"}
 """``launcher`` -> the runs table's ``cluster_type``."""
-PLATFORM_LAUNCHERS = ("kubernetes", "runai")
-"""Launchers whose ranks run on a platform; the local job only submits and waits."""
 GENERIC_REASONS = frozenset({"", "job_failed"})
 """Platform verdicts that add nothing to what the log and exit code say."""
 
@@ -61,3 +70,19 @@ def check_platforms(specs: list[RunSpec], source: str) -> None:
             platform_files(spec, attempt=1)
         except LaunchError as err:
             raise ConfigError(f"{source}: {err}") from None
+
+
+def missing_secret(specs: Iterable[RunSpec], environ: Mapping[str, str] = os.environ) -> str | None:
+    """One line when a Run:ai run's Application secret variable (``runai.secret_env``) is
+    empty in ``environ``: the train jobs run where the sweep starts and read it from there,
+    so a sweep without it would fail every run at its first API call."""
+    for spec in specs:
+        if spec.launcher == "runai":
+            name = RunaiSite.from_config(spec.platform).secret_env
+            if not environ.get(name):
+                return (
+                    f"runai.secret_env: ${name} is not set in this environment; allowed: "
+                    f"export {name}=<the Run:ai Application secret> in the shell that starts "
+                    "the sweep (read by name, never written)"
+                )
+    return None

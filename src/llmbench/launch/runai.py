@@ -48,9 +48,9 @@ from llmbench.launch.kubernetes import (
 )
 from llmbench.launch.shell import join
 from llmbench.runspec import RunSpec
+from llmbench.value_checks import DEFAULT_POLL_S, DEFAULT_SECRET_ENV
 
 PAYLOAD_FILE = "payload.json"
-DEFAULT_SECRET_ENV = "RUNAI_APP_SECRET"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})
 DONE_PHASES = frozenset({"Completed", "Succeeded"})
 REASON_WORDS = (
@@ -77,7 +77,7 @@ class RunaiSite:
     pvcs: tuple[Pvc, ...] = ()
     llmbench_src: str = ""
     keep: bool = False
-    poll_s: float = 30.0
+    poll_s: float = DEFAULT_POLL_S["runai"]
     context: str = ""
 
     @classmethod
@@ -147,12 +147,14 @@ def render_submit_script(header: list[str], site: RunaiSite) -> str:
     """launch.sh: submit ``payload.json``, wait, copy the rank-0 log to stdout."""
     args = ["-m", "llmbench.launch.runai", "--payload", PAYLOAD_FILE]
     args += ["--record", PLATFORM_FILE, "--progress", PROGRESS_FILE]
-    args += ["--base-url", site.base_url, "--app-id", site.app_id, "--project", site.project]
-    args += ["--secret-env", site.secret_env, f"--poll-s={site.poll_s:g}"]
+    # Each profile value one word with its option: a value starting with '-' stays a value.
+    args += [f"--base-url={site.base_url}", f"--app-id={site.app_id}"]
+    args += [f"--project={site.project}", f"--secret-env={site.secret_env}"]
+    args.append(f"--poll-s={site.poll_s:g}")
     if site.keep:
         args.append("--keep")
     if site.context:
-        args += ["--context", site.context]
+        args.append(f"--context={site.context}")
     return "\n".join(
         [
             *header,
