@@ -31,6 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "arrow_memory",
         "yamlfile",
         "step_clock",
+        "disk_space",
+        "job_log",
     ),
     # 1: config -> run specs (what to run), and the stage folder's layout
     (
@@ -50,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "slurm",
         "venv",
         "supervise",
+        "sweep_processes",
         "provenance",
         "embedded",
         "entrypoints",
