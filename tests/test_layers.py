@@ -32,6 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "arrow_memory",
         "yamlfile",
         "step_clock",
+        "disk_space",
+        "job_log",
     ),
     # 1: config -> run specs (what to run), and the stage folder's layout
     (
@@ -52,6 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "slurm",
         "venv",
         "supervise",
+        "sweep_processes",
         "provenance",
         "embedded",
         "entrypoints",

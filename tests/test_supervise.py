@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -177,3 +178,47 @@ def test_a_stopped_supervisor_ends_the_run_first(tmp_path, sig) -> None:
     if sig != signal.SIGINT:  # SIGINT's default handler raises KeyboardInterrupt: exit 1
         assert supervisor.returncode == -sig
     assert_all_gone(pids)
+
+
+LOST_WORKFLOW = """
+import os, subprocess, sys
+from llmbench.sweep_processes import mark_workflow_process
+mark_workflow_process(os.environ)  # this process plays Snakemake
+job = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+print(job.pid, flush=True)
+job.wait()
+"""
+JOB = """
+import sys
+from pathlib import Path
+from llmbench.limits import RunLimits
+from llmbench.supervise import supervise
+from llmbench.sweep_processes import workflow_process
+script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"
+outcome = supervise(["bash", "-c", script], Path(sys.argv[1]), RunLimits(600, 600, 600),
+                    poll_s=0.2, grace_s=5, workflow=workflow_process())
+print(outcome.ended_by, outcome.detail, file=open(sys.argv[1] + ".outcome", "w"))
+"""
+
+
+def test_a_run_whose_workflow_is_gone_is_ended(tmp_path) -> None:
+    """``kill -9`` of Snakemake: its train job lives on under ``bash -c`` and would keep
+    training beside the next invocation's runs. The supervisor ends the run itself."""
+    log = tmp_path / "train.log"
+    workflow = subprocess.Popen(
+        [sys.executable, "-c", LOST_WORKFLOW, JOB, str(log)], stdout=subprocess.PIPE, text=True
+    )
+    job = psutil.Process(int(workflow.stdout.readline()))
+    try:
+        pids = _run_pids(log)
+        workflow.kill()
+        workflow.wait(timeout=30)
+        job.wait(timeout=60)  # the job noticed, ended its run and returned
+        ended_by, detail = (tmp_path / "train.log.outcome").read_text().split(" ", 1)
+        assert ended_by == Ended.WORKFLOW_LOST
+        assert f"the workflow process (pid {workflow.pid}) is gone" in detail
+        assert_all_gone(pids)
+    finally:
+        with contextlib.suppress(psutil.Error):
+            job.kill()
+        workflow.stdout.close()

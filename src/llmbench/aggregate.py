@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,7 @@ RUN_DTYPES: dict[str, str] = {
     "reason": "string",
     "exit_code": "Int64",
     "end_detail": "string",
+    "overlap": "string",
     "framework": "string",
     "seq_len": "int64",
     "micro_batch_size": "int64",
@@ -202,7 +204,7 @@ def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
 SPEC_COLUMNS = (
     "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant",
     "attempt", "attempts", "earlier_attempts", "failure_reason", "ended_by", "end_detail",
-    "exit_code", "framework",
+    "overlap", "exit_code", "framework",
     "seq_len", "micro_batch_size", "global_batch_size",
     "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
     "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
@@ -255,6 +257,7 @@ def spec_columns(
     cols["earlier_attempts"] = [earlier for _, earlier in runs]
     for key in ("failure_reason", "ended_by", "end_detail"):
         cols[key] = [rec.get(key) or "" for rec in records]
+    cols["overlap"] = [overlap_text(rec.get("overlap") or ()) for rec in records]
     cols["exit_code"] = [rec.get("exit_code") for rec in records]
     for key in ("framework", "seq_len", "micro_batch_size", "global_batch_size"):
         cols[key] = [spec[key] for spec in specs]
@@ -287,6 +290,20 @@ def spec_columns(
     ]
     cols["log_path"] = [f"{rec['run_id']}/{rec['log']}" for rec in records]
     return cols
+
+
+def overlap_text(processes: Sequence[Mapping[str, Any]]) -> str:
+    """A record's ``overlap`` (the sweep's processes alive on the host when the attempt
+    started or ended, ``llmbench.runner``) as ``<run>/attempt-<n>: 2 processes at start``,
+    one entry per attempt; empty when there were none."""
+    counts: dict[str, Counter[str]] = {}
+    for proc in processes:
+        counts.setdefault(str(proc.get("attempt")), Counter())[str(proc.get("when"))] += 1
+    return "; ".join(
+        f"{attempt}: "
+        + ", ".join(f"{n} process{'es' if n > 1 else ''} at {when}" for when, n in whens.items())
+        for attempt, whens in counts.items()
+    )
 
 
 def attempt_nodelist(run_dir: str | Path, record: Mapping[str, Any]) -> str | None:

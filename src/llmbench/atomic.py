@@ -14,11 +14,15 @@ from typing import Any
 
 def write_atomic(path: str | Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` writes the whole file to ``tmp`` (beside ``path``), which then
-    replaces ``path`` in one rename."""
+    replaces ``path`` in one rename; a write that fails (a full disk) leaves no ``tmp``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_text_atomic(text: str, path: str | Path) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.atomic import write_json_atomic
+from llmbench.errors import LlmbenchError
 from llmbench.outcome import run_outcome
 from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
@@ -30,11 +31,17 @@ from llmbench.run_record import parse_attempt_log
 from llmbench.runner import ATTEMPT_PREFIX, JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt
 from llmbench.runspec import RunSpec
 from llmbench.slurm import SLURM_FAILURE_STATES, job_state
+from llmbench.supervise import Ended
 from llmbench.telemetry.run import TelemetrySettings
 
 SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
 """Transient infrastructure failures: retried automatically, avoiding the failed nodes."""
+
+
+class WorkflowLostError(LlmbenchError):
+    """The Snakemake process running the train job is gone and the run was ended with it:
+    nobody waits for the job's outputs (the attempt's record says what happened)."""
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -186,6 +193,12 @@ def train_job(
         env=run["env"],
         telemetry=TelemetrySettings.from_config(run["telemetry"]),
     )
+    if record.get("ended_by") == Ended.WORKFLOW_LOST:
+        # No run.json: the next invocation finds the run not done and redoes it.
+        raise WorkflowLostError(
+            f"{record_path.parent.name}: the workflow process running this job is gone; "
+            f"{record['attempt_dir']} was ended with it (its run.json says so)"
+        )
     write_json_atomic(record_path, record)
     return record
 
@@ -249,11 +262,10 @@ def attempt_history(run_dir: Path) -> tuple[int, str]:
     for n in numbers:
         if n == reported:
             continue
-        folder = run_dir / f"attempt-{n}"
-        record = _read_json(folder / RECORD_FILE)
-        if record is None or not (folder / "train.log").exists():
-            outcome = (record or {}).get("failure_reason") or "killed"
-        else:
+        record = _read_json(run_dir / f"attempt-{n}" / RECORD_FILE)
+        if record is None:  # ended without a record, and no retry wrote one
+            outcome = "killed"
+        else:  # a killed attempt's salvaged record has its reason; a lost log is one
             status, reason = attempt_outcome(run_dir, record)
             outcome = reason or status
         earlier.append(f"{n}:{outcome}")

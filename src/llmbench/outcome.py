@@ -7,7 +7,8 @@ In order:
    stand, the run is a ``success`` with reason ``teardown_hang``. Not retried.
 2. Ended by the time limit: ``timeout``; by the watchdog: ``hang`` (``no_progress``).
 3. Killed from outside otherwise (scancel, node failure): ``failed`` with the scheduler's
-   reason.
+   reason; ended because the Snakemake process running it was gone: ``failed`` with
+   ``workflow_lost``.
 4. A non-zero exit is never a success: ``failed`` with ``exit_code_<n>``.
 5. Otherwise the log's own verdict.
 """
@@ -35,6 +36,8 @@ def run_outcome(
         return Status.HANG.value, Reason.NO_PROGRESS.value
     if killed_reason:
         return Status.FAILED.value, killed_reason
+    if ended_by == Ended.WORKFLOW_LOST:
+        return Status.FAILED.value, Reason.WORKFLOW_LOST.value
     if exit_code not in (0, None) and log_status != Status.FAILED.value:
         return Status.FAILED.value, f"exit_code_{int(exit_code)}"
     return log_status, log_reason or ""

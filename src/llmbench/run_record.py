@@ -7,7 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.errors import ParseError
 from llmbench.parsers import ParsedLog, parse_log
+from llmbench.parsers.summary import no_data_summary
+from llmbench.parsers.vocabulary import Reason
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
@@ -28,10 +31,18 @@ def summarize_record(record_path: str | Path) -> tuple[dict[str, Any], ParsedLog
 
 def parse_attempt_log(run_dir: Path, record: Mapping[str, Any]) -> ParsedLog:
     """Parse the training log of the attempt ``record`` describes, with its run's window
-    and number of steps."""
+    and number of steps. A log that is gone (deleted during the run) or cannot be read is
+    the attempt's outcome, ``no_data`` with ``log_missing`` or ``unreadable``, not an
+    error: the record stands and the next invocation redoes the run."""
     spec = record["spec"]
-    return parse_log(
-        run_dir / record["log"],
-        window=tuple(spec["window"]),
-        expected_steps=spec["steps"],
-    )
+    try:
+        return parse_log(
+            run_dir / record["log"],
+            window=tuple(spec["window"]),
+            expected_steps=spec["steps"],
+        )
+    except ParseError as err:
+        missing = isinstance(err.__cause__, FileNotFoundError)
+        return ParsedLog(
+            no_data_summary(Reason.LOG_MISSING if missing else Reason.UNREADABLE, str(err))
+        )

@@ -3,25 +3,39 @@
 Every attempt gets a fresh ``attempt-<n>`` folder that is never reused, so a rerun never
 overwrites what an earlier attempt left. ``run.json`` beside the attempts names the
 reported attempt.
+
+An attempt never runs beside an earlier attempt of its own run: processes of one still
+alive on this host (after a killed Snakemake, say) are ended before it starts and named in
+its record (``ended_before_start``). Processes of the sweep's other runs alive on this host
+when it starts or ends are named in ``overlap``: where the ranks run on this host they
+shared its cores with the measurement (``llmbench.sweep_processes`` finds them).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from llmbench import provenance
 from llmbench.atomic import write_json_atomic
-from llmbench.launch.platforms import platform_files, platform_outcome
+from llmbench.errors import ParseError
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS, platform_files, platform_outcome
 from llmbench.launch.script import LOG_FILE, SPEC_FILE, render_launch_script
 from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
 from llmbench.slurm import job_nodelist, step_task_pids
-from llmbench.supervise import supervise
+from llmbench.supervise import end_processes, supervise
+from llmbench.sweep_processes import (
+    AttemptProcess,
+    attempt_mark,
+    sweep_processes,
+    workflow_process,
+)
 from llmbench.telemetry.run import TelemetrySettings, runner_samples, sampling
 
 ATTEMPT_PREFIX = "attempt-"
@@ -67,8 +81,56 @@ def _step_tasks(job_id: str | None) -> Callable[[], list[int]] | None:
 
 
 def _has_steps(log: Path) -> bool:
-    """The log shows a training step: the watchdog's startup allowance is over."""
-    return parse_log(log).summary.n_iterations > 0
+    """The log shows a training step: the watchdog's startup allowance is over. A log
+    deleted mid-run shows none (its growth is still watched)."""
+    try:
+        return parse_log(log).summary.n_iterations > 0
+    except ParseError:
+        return False
+
+
+def _ranks_here(attempt_dir: Path) -> bool:
+    """The attempt's ranks run on this host (not a platform's pods): it takes its cores."""
+    try:
+        launcher = json.loads((attempt_dir / SPEC_FILE).read_text())["launcher"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # unknown: counted, an overlap is never hidden
+    return launcher not in PLATFORM_LAUNCHERS
+
+
+def end_earlier_attempts(
+    run_dir: Path, attempt_dir: Path
+) -> tuple[list[dict[str, object]], list[AttemptProcess]]:
+    """End the processes of the run's earlier attempts still alive on this host. Returns
+    those ended (for the record) and the sweep's other live processes: other runs', and
+    any of this run's that survived SIGKILL."""
+    runs_root = run_dir.parent
+    alive = sweep_processes(runs_root, exclude=attempt_dir)
+    own_run = run_dir.resolve()
+    earlier = [p for p in alive if p.attempt_dir.parent == own_run]
+    others = [p for p in alive if p.attempt_dir.parent != own_run]
+    if not earlier:
+        return [], others
+    shown = ", ".join(f"pid {p.pid} ({p.command[:60]})" for p in earlier)
+    print(
+        f"llmbench: warning: {run_dir.name}: ending {len(earlier)} processes of an earlier "
+        f"attempt before {attempt_dir.name} starts: {shown}",
+        file=sys.stderr,
+    )
+    survivors = set(end_processes(p.process for p in earlier))
+    ended = [p.describe(runs_root) for p in earlier if p.pid not in survivors]
+    return ended, others + [p for p in earlier if p.pid in survivors]
+
+
+def overlap(
+    spec: RunSpec, runs_root: Path, seen: Sequence[AttemptProcess], when: str
+) -> list[dict[str, object]]:
+    """The sweep's processes ``seen`` that share this host's cores with the attempt's
+    ranks, tagged ``when`` (``start``, ``end``): none for a platform's run."""
+    if spec.launcher in PLATFORM_LAUNCHERS:
+        return []
+    here = {folder: _ranks_here(folder) for folder in {p.attempt_dir for p in seen}}
+    return [{**p.describe(runs_root), "when": when} for p in seen if here[p.attempt_dir]]
 
 
 def run_attempt(
@@ -83,6 +145,7 @@ def run_attempt(
     launch settings (stage path, master address) to the environment of ``launch.sh``;
     ``telemetry`` samples this node beside the run (``llmbench.telemetry.run``)."""
     number, attempt_dir = new_attempt_dir(run_dir)
+    ended_before, others = end_earlier_attempts(run_dir, attempt_dir)
     # Written first, so an attempt killed from outside can still be traced to its job.
     job_id = os.environ.get("SLURM_JOB_ID")
     write_json_atomic(
@@ -101,6 +164,7 @@ def run_attempt(
         **(env or {}),
         "LLMBENCH_ATTEMPT": str(number),
         "PYTHONUNBUFFERED": "1",
+        **attempt_mark(attempt_dir),
     }
     if env and "PYTHONPATH" in env and os.environ.get("PYTHONPATH"):
         launch_env["PYTHONPATH"] = f"{env['PYTHONPATH']}{os.pathsep}{os.environ['PYTHONPATH']}"
@@ -113,7 +177,9 @@ def run_attempt(
         )
     started = _now()
     own_sampler = telemetry if runner_samples(spec.to_dict()) else None
-    with sampling(attempt_dir, own_sampler, gpu=spec.gpu_type != "cpu"):
+    shared = overlap(spec, run_dir.parent, others, "start")
+    sampler_env = {**os.environ, **attempt_mark(attempt_dir)}
+    with sampling(attempt_dir, own_sampler, gpu=spec.gpu_type != "cpu", env=sampler_env):
         outcome = supervise(
             ["bash", str(launch)],
             attempt_dir / LOG_FILE,
@@ -121,7 +187,10 @@ def run_attempt(
             env=launch_env,
             has_started=_has_steps,
             outside_pids=_step_tasks(job_id) if spec.launcher == "srun" else None,
+            workflow=workflow_process(),
         )
+    after = sweep_processes(run_dir.parent, exclude=attempt_dir)
+    shared += overlap(spec, run_dir.parent, after, "end")
     record = {
         "run_id": spec.run_id,
         "attempt": number,
@@ -135,6 +204,8 @@ def run_attempt(
         "end_detail": outcome.detail,
         "stack_dumps": [f"{attempt_dir.name}/{name}" for name in outcome.stack_dumps],
         "leftover_processes": outcome.leftover_processes,
+        "ended_before_start": ended_before,
+        "overlap": shared,
         "spec": spec.to_dict(),
         "provenance": provenance.collect(source_dir),
         **platform_outcome(spec, attempt_dir, job_id),

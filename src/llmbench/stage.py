@@ -7,13 +7,13 @@ for the framework workloads, ``checkpoints/<run id>/`` for the checkpoint varian
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llmbench.catalog import load_catalog
+from llmbench.disk_space import free_bytes as free_bytes  # the stage's free space
 from llmbench.images import sqsh_name
 from llmbench.runspec import RunSpec
 
@@ -113,11 +113,3 @@ def checkpoint_space_warning(specs: Iterable[RunSpec], free_bytes: int) -> str |
         f"{len(saving)} ckpt-save run(s) need about {needed_gb:,.0f} GB of checkpoints "
         f"(sizes from the spec) but the stage folder has {free_gb:,.0f} GB free"
     )
-
-
-def free_bytes(stage: str) -> int:
-    """Free space where the stage folder is (or will be: its nearest existing parent)."""
-    path = Path(stage).resolve()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return shutil.disk_usage(path).free

@@ -9,7 +9,14 @@ the log's size. It ends the run when:
 - the log has not grown for the startup allowance (before the first training step) or
   the stall allowance (after it) (``hang``): first it saves a stack dump of each stuck
   process beside the log (``py-spy dump --native`` where py-spy can attach, else the
-  rank's own faulthandler via ``STACK_SIGNAL``).
+  rank's own faulthandler via ``STACK_SIGNAL``), or
+- the workflow process that runs this job is gone (``workflow_lost``): Snakemake was
+  killed, nobody waits for the run, and its ranks would go on taking the cores of the
+  next invocation's runs. The job's parent is Snakemake or a wrapper that outlives it (a
+  ``bash -c`` that did not exec, a conda or container prefix), and a parent-death signal
+  reaches only the process that asked for it, not the ranks in their own sessions: so the
+  supervisor polls the workflow process itself
+  (``llmbench.sweep_processes.workflow_process``) and ends the tree as for a limit.
 
 Ending means SIGTERM to every process of the tree, by PID (checked against its start time,
 so a reused PID is never hit), SIGKILL to what is left after a grace period; processes of
@@ -49,12 +56,13 @@ class Ended:
 
     TIMEOUT = "timeout"
     HANG = "hang"
+    WORKFLOW_LOST = "workflow_lost"
 
 
 @dataclass(frozen=True)
 class Outcome:
     exit_code: int | None  # the command's exit status; negative: ended by that signal
-    ended_by: str = ""  # "", Ended.TIMEOUT or Ended.HANG
+    ended_by: str = ""  # "" or an ``Ended`` value
     detail: str = ""  # what the watchdog saw: limit, silence, last log line
     stack_dumps: tuple[str, ...] = ()  # file names beside the log
     leftover_processes: int = 0  # processes of the run still alive after it exited
@@ -140,32 +148,41 @@ def supervise(
     outside_pids: Callable[[], Iterable[int]] | None = None,
     poll_s: float = POLL_S,
     grace_s: float = GRACE_S,
+    workflow: psutil.Process | None = None,
 ) -> Outcome:
     """Run ``command`` with stdout and stderr appended to ``log_path`` until it exits or
     a limit ends it. ``has_started(log_path)`` tells whether the log shows a training step
     yet (it is asked only while the answer is no, and only when the log grew).
     ``outside_pids()`` names processes of the run that are not descendants of the command
-    (Slurm's step tasks on this node)."""
+    (Slurm's step tasks on this node). ``workflow``: the process whose end ends the run
+    (the Snakemake process running this job), None to watch none."""
+    watch = _Watch(limits, has_started, poll_s, grace_s, workflow)
     try:
         with _stop_signals_raise():
-            return _supervise(
-                command, log_path, limits, env, cwd, has_started, outside_pids, poll_s, grace_s
-            )
+            return _supervise(command, log_path, env, cwd, outside_pids, watch)
     except _Stopped as stopped:  # the tree was ended; now die of the signal as asked
         signal.raise_signal(stopped.signum)
         raise SystemExit(128 + stopped.signum) from None  # a handler that did not exit
 
 
+@dataclass(frozen=True)
+class _Watch:
+    """What ends a run besides its own exit."""
+
+    limits: RunLimits
+    has_started: Callable[[Path], bool]
+    poll_s: float
+    grace_s: float
+    workflow: psutil.Process | None
+
+
 def _supervise(
     command: Sequence[str],
     log_path: Path,
-    limits: RunLimits,
     env: Mapping[str, str] | None,
     cwd: Path | None,
-    has_started: Callable[[Path], bool],
     outside_pids: Callable[[], Iterable[int]] | None,
-    poll_s: float,
-    grace_s: float,
+    watch: _Watch,
 ) -> Outcome:
     start = time.monotonic()
     with open(log_path, "ab") as log:
@@ -178,43 +195,50 @@ def _supervise(
             cwd=cwd,
             start_new_session=True,
         )
+        # The log's own descriptor, for its size: a log deleted mid-run goes on growing
+        # (the ranks write to the same file), so it is not taken for a silent one.
+        log_fd = os.dup(log.fileno())
     tree = _Tree(psutil.Process(proc.pid), outside_pids)
     try:
-        return _watch(proc, tree, log_path, limits, has_started, poll_s, grace_s, start)
+        return _watch(proc, tree, log_path, log_fd, watch, start)
     except _Stopped:
         _ignore_stop_signals()  # a second signal must not cut the ending short
         tree.refresh()
-        _end(tree.alive(), grace_s)
+        _end(tree.alive(), watch.grace_s)
         proc.wait()
         raise
+    finally:
+        os.close(log_fd)
 
 
 def _watch(
     proc: subprocess.Popen,
     tree: _Tree,
     log_path: Path,
-    limits: RunLimits,
-    has_started: Callable[[Path], bool],
-    poll_s: float,
-    grace_s: float,
+    log_fd: int,
+    watch: _Watch,
     start: float,
 ) -> Outcome:
+    limits, grace_s = watch.limits, watch.grace_s
     size, grown_at, started, ended_by, detail = -1, start, False, "", ""
     while True:
         tree.refresh()
         try:
-            code = proc.wait(timeout=poll_s)
+            code = proc.wait(timeout=watch.poll_s)
             break
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
-        new_size = _size(log_path)
+        new_size = os.fstat(log_fd).st_size
         if new_size != size:
             size, grown_at = new_size, now
-            started = started or has_started(log_path)
+            started = started or watch.has_started(log_path)
         silent_s = now - grown_at
         allowance = limits.stall_s if started else limits.startup_s
-        if now - start > limits.time_limit_s:
+        if watch.workflow is not None and not _running(watch.workflow):
+            ended_by = Ended.WORKFLOW_LOST
+            detail = f"the workflow process (pid {watch.workflow.pid}) is gone"
+        elif now - start > limits.time_limit_s:
             ended_by = Ended.TIMEOUT
             detail = f"time limit of {limits.time_limit_s} s reached"
         elif silent_s > allowance:
@@ -246,11 +270,12 @@ def _watch(
     )
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
+def end_processes(procs: Iterable[psutil.Process], grace_s: float = GRACE_S) -> list[int]:
+    """End ``procs`` as a run's tree is ended (SIGTERM, SIGKILL after ``grace_s``, by PID
+    and start time); returns the PIDs still alive after that."""
+    procs = [p for p in procs if _running(p)]
+    _end(procs, grace_s)
+    return [p.pid for p in procs if _running(p)]
 
 
 def _end(procs: list[psutil.Process], grace_s: float) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from llmbench import spec_cache, wiring
 from llmbench.attempts import retry_token
+from llmbench.disk_space import low_space
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS, missing_secret
 from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
@@ -23,6 +24,7 @@ from llmbench.stage import (
     venv_requirements_path,
 )
 from llmbench.errors import ConfigError
+from llmbench.sweep_processes import mark_workflow_process
 
 # Before any job exists: resource evaluation then skips a signature parse per resource.
 wiring.store_resource_evaluate_params()
@@ -32,6 +34,13 @@ _BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 # config and run specs the main process checked are read back (llmbench.spec_cache), and
 # warnings meant for the person who started the sweep are left to the main process.
 MAIN_PROCESS = workflow.is_main_process
+if MAIN_PROCESS:
+    # On a full disk Snakemake's lock and log fail next, in tracebacks: one line instead.
+    _space = low_space([Path.cwd(), Path("results")])
+    if _space:
+        sys.exit(f"llmbench: error: {_space}")
+    # The train jobs this process runs end their run when it is gone (llmbench.supervise).
+    mark_workflow_process(os.environ)
 SPEC_CACHE = ".snakemake/llmbench/specs.json"
 _checked = None
 if not MAIN_PROCESS:

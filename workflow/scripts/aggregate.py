@@ -1,10 +1,10 @@
-import sys
 from pathlib import Path
 
 from llmbench.history.sweep import stamp_sweep
+from llmbench.job_log import job_log
 from llmbench.tables import aggregate_sweep
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 params = snakemake.params
 aggregate_sweep(
     dict(snakemake.input.items()),

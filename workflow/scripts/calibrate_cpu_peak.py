@@ -1,8 +1,8 @@
 import json
-import sys
 
 from llmbench.embedded.peak import measure_peak
+from llmbench.job_log import job_log
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 with open(snakemake.output.peak, "w") as fh:
     json.dump(measure_peak(snakemake.params.threads), fh, indent=2, sort_keys=True)

@@ -1,7 +1,6 @@
-import sys
-
 from llmbench.containers import import_image
+from llmbench.job_log import job_log
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 params = snakemake.params
 import_image(params.image, snakemake.output.sqsh, params.arch, params.registry)

@@ -1,9 +1,10 @@
 import sys
 from pathlib import Path
 
+from llmbench.job_log import job_log
 from llmbench.plots import plot_group_files
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 inputs, group = snakemake.input, snakemake.wildcards.group
 written = plot_group_files(
     inputs.runs, inputs.steps, snakemake.params.runs, group, Path(snakemake.output.plots)

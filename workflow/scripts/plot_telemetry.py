@@ -3,9 +3,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from llmbench.job_log import job_log
 from llmbench.telemetry.plot import plot_group_telemetry
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 wanted = list(snakemake.params.runs)
 samples = pd.read_parquet(snakemake.input.samples)
 samples = samples[samples["run_id"].isin(wanted)]

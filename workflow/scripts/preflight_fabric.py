@@ -2,10 +2,11 @@ import sys
 from pathlib import Path
 
 from llmbench.atomic import write_json_atomic
+from llmbench.job_log import job_log
 from llmbench.preflight.node import fabric_preflight
 from llmbench.preflight.settings import settings_from_dict
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 output = Path(snakemake.output.result)
 result = fabric_preflight(
     settings_from_dict(snakemake.params.settings),

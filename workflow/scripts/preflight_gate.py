@@ -1,10 +1,11 @@
 import sys
 
 from llmbench.errors import LlmbenchError
+from llmbench.job_log import job_log
 from llmbench.preflight.run import write_gate
 from llmbench.preflight.settings import settings_from_dict
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 try:
     settings = settings_from_dict(snakemake.params.settings)
     write_gate(snakemake.input.results, settings, snakemake.output)

@@ -6,16 +6,20 @@ ranks have run: the job's time before its ranks start does not include loading t
 import sys
 from pathlib import Path
 
-from llmbench.attempts import train_job
+from llmbench.attempts import WorkflowLostError, train_job
+from llmbench.job_log import job_log
 
-sys.stderr = open(snakemake.log[0], "w")
-record = train_job(
-    snakemake.params.run,
-    snakemake.output.record,
-    job_attempt=snakemake.resources.llmbench_try,
-    infra_retries=snakemake.params.infra_retries,
-    source_dir=Path(snakemake.scriptdir),
-)
+job_log(snakemake.log[0], list(snakemake.output))
+try:
+    record = train_job(
+        snakemake.params.run,
+        snakemake.output.record,
+        job_attempt=snakemake.resources.llmbench_try,
+        infra_retries=snakemake.params.infra_retries,
+        source_dir=Path(snakemake.scriptdir),
+    )
+except WorkflowLostError as lost:
+    sys.exit(f"llmbench: {lost}")  # one line in the job's log: nobody waits for the rest
 
 from llmbench.train_outputs import write_train_outputs  # noqa: E402  (see the docstring)
 

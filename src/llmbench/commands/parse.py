@@ -24,7 +24,6 @@ from llmbench.errors import ConfigError, ParseError
 from llmbench.metrics import DEFAULT_WINDOW
 from llmbench.parsers import (
     WINDOW_SYNTAX,
-    Framework,
     LogSummary,
     Reason,
     Status,
@@ -32,6 +31,7 @@ from llmbench.parsers import (
     as_window,
     parse_log,
 )
+from llmbench.parsers.summary import no_data_summary
 
 CSV_COLUMNS = (
     "filename",
@@ -132,12 +132,7 @@ def result_row(exp: Experiment, full_names: bool, root: Path) -> dict[str, Any]:
 
 def unreadable_summary(err: ParseError) -> LogSummary:
     """The row of a log that could not be read: no data, and why."""
-    return LogSummary(
-        framework=Framework.UNKNOWN.value,
-        status=Status.NO_DATA.value,
-        reason=Reason.UNREADABLE.value,
-        detail=str(err),
-    )
+    return no_data_summary(Reason.UNREADABLE, str(err))
 
 
 def parse_one(path: Path, window: Window, peak_tflops: float | None) -> LogSummary:

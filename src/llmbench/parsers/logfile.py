@@ -31,7 +31,7 @@ from llmbench.parsers.scan import (
     NotRegularFileError,
 )
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
-from llmbench.parsers.vocabulary import Framework
+from llmbench.parsers.vocabulary import Framework, Reason
 from llmbench.parsers.window import Window, as_window
 
 DEFAULT_TAIL_BYTES = 32 << 20
@@ -107,6 +107,7 @@ class LogReader:
     def __init__(self, framework: Framework | None = None) -> None:
         self.framework = framework
         self.rows: dict[int, dict[str, float]] = {}
+        self.malformed: dict[int, dict[str, str]] = {}  # iteration -> column -> field
         self.last_iteration_logged = -1
         self.failures = FailureTracker()
         self.checkpoint_save_s: list[float] = []
@@ -156,6 +157,10 @@ class LogReader:
             self._last_megatron, self._bridge_filled = record.iteration, False
         self.last_iteration_logged = max(self.last_iteration_logged, record.last_iteration)
         self._add_row(_rank_key(line), record.iteration, record.values)
+        if record.malformed:
+            self.malformed[record.iteration] = record.malformed
+        else:
+            self.malformed.pop(record.iteration, None)  # the later line wins, as for rows
 
     def _add_row(self, stream: bytes, iteration: int, values: dict[str, float]) -> None:
         segment = self._segment.setdefault(stream, set())
@@ -211,6 +216,7 @@ class LogReader:
             checkpoint_load_s=self.checkpoint_load_s,
             earlier_failures=list(self.failures.earlier),
             job_outcome=self.failures.job_outcome,
+            malformed=self.malformed if rows is self.rows else {},
         )
 
 
@@ -223,6 +229,25 @@ class ParsedLog:
     summary: LogSummary
     rows: Mapping[int, Mapping[str, float]] = field(default_factory=dict, repr=False)
     nccl: list[CollectiveSummary] = field(default_factory=list, repr=False)
+
+
+def _utf16(path: str | os.PathLike[str]) -> bool:
+    """The log starts as UTF-16 text: a byte order mark, or ASCII with a NUL beside every
+    character (step lines are then invisible to a byte search)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
+    except OSError:
+        return False
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    even, odd = head[0::2], head[1::2]
+    if len(odd) < 32:
+        return False
+    return any(
+        a.count(0) > 0.9 * len(a) and b.count(0) < 0.1 * len(b)
+        for a, b in ((even, odd), (odd, even))
+    )
 
 
 def read_facts(
@@ -278,6 +303,11 @@ def parse_log(
     except OSError as err:
         raise ParseError(f"{os.fspath(path)}: cannot read: {err.strerror or err}") from err
     summary = summarize(facts, window, expected_steps, peak_tflops)
+    if summary.reason == Reason.NO_STEP_LINES.value and _utf16(path):
+        summary.reason = Reason.UNREADABLE.value
+        summary.detail = "the log is UTF-16 text; llmbench reads ASCII or UTF-8 logs " + (
+            "(iconv -f UTF-16 -t UTF-8 converts it)"
+        )
     if nccl:
         summary.extra["nccl"] = [c.as_dict() for c in collectives]
     return ParsedLog(summary, facts.rows, collectives)

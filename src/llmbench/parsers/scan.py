@@ -5,7 +5,8 @@ files are read: a named pipe or a device would block or never end. The active
 needles are located over the whole window in one pass of Hyperscan (a SIMD multi-pattern
 matcher) when it is installed, else with one ``bytes.find`` pass per needle (C speed, but
 a pass each). Only the line around a hit is copied out, capped at ``CONTEXT_BYTES`` on
-each side of the needle, so a 2 GB line never sits in memory whole. Memory is bounded by
+each side of the needle, so a 2 GB line never sits in memory whole; a line ends at LF or
+at CR. Memory is bounded by
 the window size.
 """
 
@@ -188,9 +189,14 @@ class LineScanner:
                 continue
             floor = max(0, pos - ctx)
             start = buf.rfind(b"\n", floor, pos) + 1 or floor
+            # a lone CR ends a line too (progress bars, CR-only logs); searched within the
+            # line only, so a log without CRs pays for no more than its line
+            start = buf.rfind(b"\r", start, pos) + 1 or start
             end = buf.find(b"\n", pos, min(len(buf), pos + ctx))
             if end == -1:
                 end = min(len(buf), pos + ctx)
+            if (cr := buf.find(b"\r", pos, end)) != -1:
+                end = cr
             line_end[needle.text] = max(end, pos + 1)
             found.setdefault(
                 (start, needle.kind), Hit(needle.kind, bytes(buf[start:end]), buf_offset + start)

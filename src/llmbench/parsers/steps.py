@@ -5,6 +5,12 @@ All three formats are ``name: value`` fields separated by ``|`` (NeMo, Megatron)
 scientific notation, and anything may precede the marker (srun, NeMo-Run, glog, timestamps;
 ANSI colour codes are removed before a line gets here). A NeMo line's key is its
 ``global_step`` when it has one: the printed iteration restarts at every epoch.
+
+A number is read only when its field ends where the number ends: after it come spaces and
+then ``|``, a ``,`` that does not go on with a digit (MaxText's separator, not a decimal
+comma) or the end of the line; Megatron's running mean may sit between (``100.0/101.5``,
+``496.3 (avg 496.1)``). ``12\x00.3`` or ``12,3`` is not 12: such a value is not read (NaN)
+and the record names it in ``malformed``, so the summary can say why.
 """
 
 from __future__ import annotations
@@ -16,7 +22,17 @@ from dataclasses import dataclass, field
 from llmbench.parsers.vocabulary import Framework
 
 _NUM = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)"
-_FIELD = re.compile(rb"(?:^|[|,])\s*([A-Za-z_][\w ./()\-]*?)\s*:\s*(" + _NUM + rb")")
+# After a field's number, the separator: `|`, a `,` that does not go on with a digit (not a
+# decimal comma), the end; Megatron's running mean may come first (`100.0/101.5`,
+# `496.3 (avg 496.1)`). The plain separator is tried first: most fields end so.
+_SEPARATOR = rb"\s*(?:\||$|,(?![\d.]))"
+_FIELD_END = _SEPARATOR + rb"|(?:/(?:" + _NUM + rb"))?(?:\s*\([^()|]*\))?" + _SEPARATOR
+# name, then the number when it is the whole field, else the malformed field up to its
+# separator (one pass; a number cut short never matches the first branch)
+_FIELD = re.compile(
+    rb"(?:^|[|,])\s*([A-Za-z_][\w ./()\-]*?)\s*:\s*"
+    rb"(?:(" + _NUM + rb")(?=" + _FIELD_END + rb")|((?:" + _NUM + rb")(?:[^|,]|,(?=[\d.])){0,24}))"
+)
 _NEMO_ITERATION = re.compile(rb"\biteration\s+(\d+)\s*/\s*(\d+)")
 _MEGATRON_ITERATION = re.compile(rb"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MAXTEXT_STEP = re.compile(rb"completed step:\s*(\d+)")
@@ -79,6 +95,7 @@ class StepRecord:
     iteration: int
     last_iteration: int = -1  # the `N` of `iteration k/N`; -1 when not logged
     values: dict[str, float] = field(default_factory=dict)
+    malformed: dict[str, str] = field(default_factory=dict)  # column -> the field as logged
 
 
 def _to_float(raw: bytes) -> float:
@@ -88,13 +105,21 @@ def _to_float(raw: bytes) -> float:
         return math.nan
 
 
-def _fields(line: bytes) -> dict[str, float]:
+def _fields(line: bytes) -> tuple[dict[str, float], dict[str, str]]:
+    """The known fields' values, and the known fields whose number is not the whole field
+    (their value NaN), shown as logged with bytes escaped."""
     values: dict[str, float] = {}
-    for name, raw in _FIELD.findall(line):
+    malformed: dict[str, str] = {}
+    for name, raw, cut_short in _FIELD.findall(line):
         column = FIELD_COLUMNS.get(name.strip().lower())
-        if column is not None:
+        if column is None:
+            continue
+        if raw:
             values[column[0]] = _to_float(raw) * column[1]
-    return values
+        else:
+            values[column[0]] = math.nan
+            malformed[column[0]] = repr(name.strip() + b": " + cut_short.rstrip())[2:-1]
+    return values, malformed
 
 
 def _iteration(raw: bytes) -> int | None:
@@ -113,14 +138,14 @@ def parse_nemo_step(line: bytes) -> StepRecord | None:
         return None
     iteration = _iteration(match.group(1))
     fields = line[match.end() :]
-    values = _fields(fields)
+    values, malformed = _fields(fields)
     if iteration is None or "step_time_s" not in values:
         return None
     if (step := _GLOBAL_STEP.search(fields)) is not None:
         iteration = _iteration(step.group(1))
         if iteration is None:
             return None
-    return StepRecord(iteration, _iteration(match.group(2)) or -1, values)
+    return StepRecord(iteration, _iteration(match.group(2)) or -1, values, malformed)
 
 
 def parse_nemo_timing_list(line: bytes) -> list[float] | None:
@@ -137,10 +162,10 @@ def parse_megatron_step(line: bytes) -> StepRecord | None:
     if match is None:
         return None
     iteration = _iteration(match.group(1))
-    values = _fields(line[match.end() - 1 :])
+    values, malformed = _fields(line[match.end() - 1 :])
     if iteration is None or "step_time_s" not in values:
         return None
-    return StepRecord(iteration, _iteration(match.group(2)) or -1, values)
+    return StepRecord(iteration, _iteration(match.group(2)) or -1, values, malformed)
 
 
 def parse_bridge_step_time(line: bytes) -> dict[str, float] | None:
@@ -160,10 +185,10 @@ def parse_maxtext_step(line: bytes) -> StepRecord | None:
     if match is None:
         return None
     iteration = _iteration(match.group(1))
-    values = _fields(line[match.end() :])
+    values, malformed = _fields(line[match.end() :])
     if iteration is None or "step_time_s" not in values:
         return None
-    return StepRecord(iteration, -1, values)
+    return StepRecord(iteration, -1, values, malformed)
 
 
 STEP_PARSERS = {

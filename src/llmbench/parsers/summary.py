@@ -28,6 +28,13 @@ from llmbench.parsers.window import (
 
 MAX_STEP_TIME_S = 86_400.0
 """A step time longer than a day is not a measurement of a training step."""
+MIN_STEP_TIME_S = 1e-3
+"""A step time below a millisecond is not a measurement of a training step either: a step
+runs the model forward and backward and updates every parameter. The smallest model
+llmbench runs, the embedded tiny Llama, takes about 0.1 s a step on a CPU core, and on a
+GPU its eager step is bound by a few hundred kernel launches, milliseconds
+(benchmarks/local_cuda.sh prints it). Such a value is a unit error (ms logged as s) or a
+corrupted field."""
 
 
 @dataclass
@@ -76,6 +83,9 @@ class RunFacts:
     checkpoint_load_s: list[float] = field(default_factory=list)
     earlier_failures: list[tuple[Reason, str]] = field(default_factory=list)
     job_outcome: str = ""  # the launcher's last word: SUCCEEDED, FAILED or ""
+    # iteration -> column -> the field as logged, for values whose number is not the whole
+    # field (their value in ``rows`` is NaN; llmbench.parsers.steps)
+    malformed: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
 
 
 @cache
@@ -162,20 +172,29 @@ def summarize(
         (
             (i, t)
             for i, t in zip(chosen.iterations, window_times, strict=True)
-            if not 0 < t <= MAX_STEP_TIME_S
+            if not MIN_STEP_TIME_S <= t <= MAX_STEP_TIME_S
         ),
         None,
     )
+    malformed = _first_malformed(facts.malformed, chosen.iterations)
     final_reached = last_expected < 0 or summary.max_iteration >= last_at_cadence(
         last_expected, interval, phase
     )
     complete = chosen.complete and not chosen.sparse and final_reached
-    if _has_nonfinite(rows, iterations, "loss"):
+    if facts.malformed:
+        summary.extra["malformed_values"] = sum(len(v) for v in facts.malformed.values())
+    if malformed is not None:
+        iteration, text = malformed
+        detail = f"iteration {iteration}: '{text}' is not a number: the field goes on after it"
+        _judge(summary, Status.INVALID, Reason.MALFORMED_NUMBER, detail)
+    elif _has_nonfinite(rows, iterations, "loss"):
         _judge(summary, Status.INVALID, Reason.NAN_LOSS, counted)
     elif _has_nonfinite(rows, iterations, "grad_norm") or any(v > 0 for v in nan_iterations):
         _judge(summary, Status.INVALID, Reason.NAN_GRAD_NORM, counted)
     elif bad_time is not None:
         detail = f"iteration {bad_time[0]}: step time {bad_time[1]!r} s in the window"
+        if 0 < bad_time[1] < MIN_STEP_TIME_S:
+            detail += f", below the floor of {MIN_STEP_TIME_S} s"
         _judge(summary, Status.INVALID, Reason.BAD_STEP_TIME, detail)
     elif facts.job_outcome == "FAILED":
         # the launcher's last word decides, even when every iteration was logged
@@ -235,11 +254,36 @@ def _sparse_story(chosen: Selection) -> str:
     )
 
 
+CHECKED_EVERYWHERE = ("loss", "grad_norm")
+"""Values whose every logged instance is checked (a NaN loss anywhere is ``nan_loss``); the
+window's values are checked whatever their column."""
+
+
+def _first_malformed(
+    malformed: Mapping[int, Mapping[str, str]], window: list[int]
+) -> tuple[int, str] | None:
+    """(iteration, field as logged) of the first malformed value the verdict rests on: any
+    column in the window, a loss or grad norm anywhere."""
+    if not malformed:
+        return None
+    in_window = set(window)
+    for iteration in sorted(malformed):
+        for column, text in malformed[iteration].items():
+            if iteration in in_window or column in CHECKED_EVERYWHERE:
+                return iteration, text
+    return None
+
+
 def _has_nonfinite(
     rows: Mapping[int, Mapping[str, float]], iterations: list[int], name: str
 ) -> bool:
     """True when a logged value is NaN or infinite (a value never logged does not count)."""
     return any(name in rows[i] and not math.isfinite(rows[i][name]) for i in iterations)
+
+
+def no_data_summary(reason: Reason, detail: str) -> LogSummary:
+    """The summary of a log that could not be read (``unreadable``, ``log_missing``)."""
+    return LogSummary(Framework.UNKNOWN.value, Status.NO_DATA.value, reason.value, detail)
 
 
 def _judge(summary: LogSummary, status: Status, reason: Reason, detail: str) -> None:

@@ -28,7 +28,7 @@ ITERATION_BASE: dict[Framework, int] = {
 class Status(str, Enum):
     SUCCESS = "success"  # whole window present and the final iteration reached
     INCOMPLETE = "incomplete"  # ran without a failure marker but stopped short
-    INVALID = "invalid"  # NaN/inf loss or grad norm, or impossible step times
+    INVALID = "invalid"  # NaN/inf loss or grad norm, impossible step times, malformed numbers
     FAILED = "failed"  # a failure marker was read; `reason` says which
     NO_DATA = "no_data"  # no step line and no failure marker, or an unreadable file
     # Outcomes of a run that llmbench (or the scheduler) ended, never of a log alone:
@@ -55,7 +55,10 @@ class Reason(str, Enum):
     # invalid
     NAN_LOSS = "nan_loss"
     NAN_GRAD_NORM = "nan_grad_norm"
-    BAD_STEP_TIME = "bad_step_time"  # a window step time is NaN, inf, <= 0 or above a day
+    # a field's number does not end where the field ends (`12,3`, `12\x00.3`): in the
+    # window, or a loss or grad norm anywhere
+    MALFORMED_NUMBER = "malformed_number"
+    BAD_STEP_TIME = "bad_step_time"  # a window step time is NaN, inf, < 1 ms or above a day
     # incomplete
     WINDOW_INCOMPLETE = "window_incomplete"
     WINDOW_TOO_SPARSE = "window_too_sparse"  # the log interval leaves < 2 points in it
@@ -63,10 +66,13 @@ class Reason(str, Enum):
     # no_data
     NO_STEP_LINES = "no_step_lines"
     UNREADABLE = "unreadable"  # not a regular file, or it cannot be read
+    LOG_MISSING = "log_missing"  # an attempt's log is gone (deleted during the run)
     # hang
     NO_PROGRESS = "no_progress"
     # success: the log is complete, but the process did not exit and was ended
     TEARDOWN_HANG = "teardown_hang"
+    # failed: the Snakemake process running the job was gone, the run was ended with it
+    WORKFLOW_LOST = "workflow_lost"
 
 
 FAILURE_PRIORITY: tuple[Reason, ...] = (

@@ -19,7 +19,8 @@ from llmbench.errors import ConfigError
 from llmbench.metrics import DEFAULT_WINDOW
 
 _RANGE = re.compile(r"^\s*(\d{1,12})\s*-\s*(\d{1,12})\s*$")
-_LAST = re.compile(r"^\s*last\s*:\s*(\d{1,7})\s*$")
+_LAST = re.compile(r"^\s*last\s*:\s*(\d+)\s*$")
+MAX_LAST_POINTS = 9_999_999  # more logged points than any run has; int() stays cheap
 WINDOW_SYNTAX = "FIRST-LAST (e.g. 35-44) or last:N (the last N logged points, N >= 2)"
 
 
@@ -61,7 +62,13 @@ def _parse(text: str) -> Window:
     if match := _RANGE.match(text):
         return Window(int(match.group(1)), int(match.group(2)))
     if match := _LAST.match(text):
-        return Window(last_points=int(match.group(1)))
+        digits = match.group(1).lstrip("0") or "0"
+        if len(digits) > len(str(MAX_LAST_POINTS)) or int(digits) > MAX_LAST_POINTS:
+            shown = digits if len(digits) <= 20 else f"{digits[:20]}... ({len(digits)} digits)"
+            raise ConfigError(
+                f"window 'last:{shown}': N is at most {MAX_LAST_POINTS:,} ({WINDOW_SYNTAX})"
+            )
+        return Window(last_points=int(digits))
     shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
     raise ConfigError(f"window {shown!r}: expected {WINDOW_SYNTAX}")
 

@@ -62,15 +62,24 @@ def runner_samples(spec: Mapping[str, Any]) -> bool:
 
 @contextlib.contextmanager
 def sampling(
-    attempt_dir: Path, settings: TelemetrySettings | None, gpu: bool
+    attempt_dir: Path,
+    settings: TelemetrySettings | None,
+    gpu: bool,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes] | None]:
-    """Run the sampler on this node for the duration of the block (none when disabled)."""
+    """Run the sampler on this node for the duration of the block (none when disabled),
+    in ``env`` when given (the runner adds the attempt's mark)."""
     if settings is None or not settings.enabled:
         yield None
         return
     command = sampler_command(settings, str(attempt_dir / "telemetry-%n.csv"), gpu)
     with open(attempt_dir / "telemetry.log", "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+        )
     try:
         yield proc
     finally:
