@@ -23,6 +23,7 @@ from llmbench.launch.script import render_launch_script
 from llmbench.limits import RunLimits
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
+from llmbench.proof.environment import unmet_requirements
 from llmbench.proof.framework import SIZES, framework_spec
 from llmbench.proof.node import TORCH_NCCL_CHECK, node_checks
 from llmbench.proof.summary import build_summary, first_error, run_rows, step_results
@@ -65,6 +66,18 @@ def test_a_wheel_folder_holds_exactly_the_pinned_versions(tmp_path: Path) -> Non
         f"{tmp_path}: pyyaml==6.0.3 wanted, wheels found: 6.0.2",
         f"{tmp_path}: extra-pkg 1.0 is not in the list",
     ]
+
+
+def test_box_packages_outside_the_declared_ranges_are_named(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\ndependencies = ["pandas>=999", "pyarrow>=1", "not-installed-here>=1",'
+        " \"pyyaml>=999; platform_machine == 'no-such-machine'\"]\n"
+    )
+    unmet = unmet_requirements(pyproject)
+    assert len(unmet) == 1 and unmet[0].startswith("pandas ")
+    assert unmet[0].endswith("here; llmbench needs pandas>=999")
+    assert unmet_requirements(REPO / "pyproject.toml") == []
 
 
 def test_megatron_core_runs_launch_locally_through_its_entry_point() -> None:

@@ -81,6 +81,10 @@ check_kit() { # dry mode: the wheel list's pins, the scripts parse, the GPU swee
 
 install_wheels() {
   local wheels="${GPU_PROOF_WHEELS:-$HERE/wheels}"
+  if ! "$PY" -m pip --version; then
+    echo "$PY has no pip: the kit installs its wheels with pip"
+    return 1
+  fi
   if [[ ! -d "$wheels" ]]; then
     echo "no wheels in $wheels: run benchmarks/gpu_proof/wheels.sh on a machine with network and copy the folder along"
     return 1
@@ -115,7 +119,8 @@ export -f check_kit install_wheels workflow_config workflow_step
 
 if ((DRY)); then
   run_step wheels 60 bash -c check_kit
-  run_step environment 120 "$PY" -m llmbench.proof environment "$OUT/environment.json"
+  run_step environment 120 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
+    --pyproject "$REPO/pyproject.toml"
   run_step workflow 420 bash -c workflow_step
   run_step node 120 "$PY" -m llmbench.proof node "$OUT/preflight" --cpu
   run_step framework 180 "$PY" -m llmbench.proof framework "$OUT/framework" \
@@ -125,7 +130,8 @@ else
   # 480 s in all: the per-step limits add up to 8 minutes.
   run_step install 40 bash -c install_wheels
   export PYTHONPATH="$REPO/src:$WORK/site${PYTHONPATH#"$REPO/src"}" PATH="$WORK/site/bin:$PATH"
-  run_step environment 40 "$PY" -m llmbench.proof environment "$OUT/environment.json" --gpu
+  run_step environment 40 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
+    --pyproject "$REPO/pyproject.toml" --gpu
   run_step workflow 180 bash -c workflow_step
   run_step node 70 "$PY" -m llmbench.proof node "$OUT/preflight"
   run_step framework 120 "$PY" -m llmbench.proof framework "$OUT/framework" \

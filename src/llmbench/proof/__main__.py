@@ -36,7 +36,7 @@ def _wheels(args: argparse.Namespace) -> int:
 
 
 def _environment(args: argparse.Namespace) -> int:
-    info = environment(gpu=args.gpu)
+    info = environment(gpu=args.gpu, pyproject=args.pyproject)
     write_json_atomic(args.out, info)
     print(json.dumps({k: info[k] for k in ("python", "host", "nvidia_smi")}))
     return _verdict("environment", info["problems"])
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("environment", help="versions, GPUs and imports")
     p.add_argument("out", type=Path, help="environment.json to write")
     p.add_argument("--gpu", action="store_true", help="a GPU box: a torch without CUDA fails")
+    p.add_argument("--pyproject", type=Path, help="llmbench's pyproject.toml: version ranges")
     p.set_defaults(func=_environment)
     p = sub.add_parser("node", help="the preflight's single-node checks")
     p.add_argument("folder", type=Path)

@@ -6,7 +6,15 @@ from __future__ import annotations
 import importlib
 import platform
 import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
 from typing import Any
+
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):  # the kit's Pythons (3.11, 3.12) have it; 3.10 skips the check
+    import tomllib
 
 REQUIRED = (
     "snakemake", "snakemake_executor_plugin_slurm", "jsonschema", "yaml", "psutil",
@@ -53,11 +61,33 @@ def _nvidia_smi() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
-def environment(gpu: bool) -> dict[str, Any]:
+def unmet_requirements(pyproject: Path) -> list[str]:
+    """llmbench's declared dependencies (``pyproject.toml``) that this Python has in a
+    version outside the declared range (an old pandas on the box, say); a missing one is
+    the imports' to report."""
+    if sys.version_info < (3, 11):
+        return []
+    declared = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    unmet = []
+    for text in declared:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        try:
+            version = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        if not req.specifier.contains(version, prereleases=True):
+            unmet.append(f"{req.name} {version} here; llmbench needs {req.name}{req.specifier}")
+    return unmet
+
+
+def environment(gpu: bool, pyproject: Path | None = None) -> dict[str, Any]:
     """Versions, GPUs and imports; ``problems`` lists what the steps will miss (on a GPU
-    box, also a torch without CUDA)."""
+    box, also a torch without CUDA), and versions outside ``pyproject``'s ranges."""
     modules = {name: _module(name) for name in (*REQUIRED, *OPTIONAL)}
     problems = [f"import {n}: {modules[n]['error']}" for n in REQUIRED if not modules[n]["ok"]]
+    problems += unmet_requirements(pyproject) if pyproject is not None else []
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
