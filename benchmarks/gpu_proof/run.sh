@@ -60,7 +60,7 @@ run_step() {
   STEP=$((STEP + 1))
   log="logs/$(printf %02d "$STEP")-$name.log"
   echo "== step $STEP: $name (at most $limit s)"
-  timeout --kill-after=10 "$limit" "$@" >"$OUT/$log" 2>&1
+  timeout --kill-after=5 "$limit" "$@" >"$OUT/$log" 2>&1
   rc=$?
   printf '{"step": "%s", "rc": %d, "seconds": %d, "timeout_s": %d, "log": "%s"}\n' \
     "$name" "$rc" $((SECONDS - start)) "$limit" "$log" >"$OUT/steps/$(printf %02d "$STEP")-$name.json"
@@ -127,15 +127,15 @@ if ((DRY)); then
     --gpu-type cpu --size tiny --steps 6 --window 2 5
   run_step summary 120 "$PY" -m llmbench.proof summary "$OUT"
 else
-  # 480 s in all: the per-step limits add up to 8 minutes.
-  run_step install 40 bash -c install_wheels
+  # At most 8 minutes: the limits add up to 445 s, and each kill takes 5 s more at most.
+  run_step install 35 bash -c install_wheels
   export PYTHONPATH="$REPO/src:$WORK/site${PYTHONPATH#"$REPO/src"}" PATH="$WORK/site/bin:$PATH"
-  run_step environment 40 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
+  run_step environment 35 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
     --pyproject "$REPO/pyproject.toml" --gpu
-  run_step workflow 180 bash -c workflow_step
-  run_step node 70 "$PY" -m llmbench.proof node "$OUT/preflight"
-  run_step framework 120 "$PY" -m llmbench.proof framework "$OUT/framework" \
-    --gpu-type local-cuda --size small --steps 60 --window 20 59 --time-limit-s 55
+  run_step workflow 160 bash -c workflow_step
+  run_step node 75 "$PY" -m llmbench.proof node "$OUT/preflight"
+  run_step framework 110 "$PY" -m llmbench.proof framework "$OUT/framework" \
+    --gpu-type local-cuda --size small --steps 60 --window 20 59 --time-limit-s 50
   run_step summary 30 "$PY" -m llmbench.proof summary "$OUT"
 fi
 

@@ -10,8 +10,12 @@
 # (connection_pool, pure Python) is built into a wheel here. Checks that the list installs
 # offline from DEST alone, for that interpreter and platform, and that the total stays under
 # $GPU_PROOF_LIMIT_MIB (default 40) MiB; prints every wheel and the total.
+# GPU_PROOF_CHECK_PYTHON=<a Python like the box's> also installs the wheels for it into a
+# temporary folder (--no-deps) and runs the kit's environment check there: every import
+# the kit needs, and the box's versions against pyproject.toml.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
 DEST="${1:-$HERE/wheels}"
 PY_VERSION="${GPU_PROOF_PYTHON:-3.12}"
 LIMIT_MIB="${GPU_PROOF_LIMIT_MIB:-40}"
@@ -27,7 +31,8 @@ requirements() { sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$LIST" | grep -v '^$';
 mkdir -p "$DEST"
 rm -f "$DEST"/*.whl # exactly the list: no wheel left from an earlier one
 binary="$(mktemp)"
-trap 'rm -f "$binary"' EXIT
+check="$(mktemp -d)"
+trap 'rm -rf "$binary" "$check"' EXIT
 requirements | grep -v -i "^${SDIST_ONLY}==" >"$binary"
 # No constraint file of this machine applies: the pins are the list's.
 export PIP_CONSTRAINT=""
@@ -57,4 +62,11 @@ echo "total: $total_mib MiB in $wheels wheels (limit $LIMIT_MIB MiB), in $DEST"
 if awk -v t="$total" -v l="$LIMIT_MIB" 'BEGIN {exit !(t > l * 1048576)}'; then
   echo "wheels.sh: error: $total_mib MiB is over the $LIMIT_MIB MiB limit" >&2
   exit 1
+fi
+
+if [[ -n "${GPU_PROOF_CHECK_PYTHON:-}" ]]; then
+  "$GPU_PROOF_CHECK_PYTHON" -m pip install --quiet --no-index --find-links "$DEST" --no-deps \
+    --target "$check/site" -r <(requirements)
+  PYTHONPATH="$REPO/src:$check/site" "$GPU_PROOF_CHECK_PYTHON" -m llmbench.proof environment \
+    "$check/environment.json" --pyproject "$REPO/pyproject.toml" | tail -n 1
 fi
