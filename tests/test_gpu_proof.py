@@ -24,7 +24,7 @@ from llmbench.limits import RunLimits
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
 from llmbench.proof.environment import unmet_requirements
-from llmbench.proof.framework import SIZES, framework_spec
+from llmbench.proof.framework import SIZES, framework_spec, run_framework
 from llmbench.proof.node import TORCH_NCCL_CHECK, node_checks
 from llmbench.proof.summary import build_summary, first_error, run_rows, step_results
 from llmbench.proof.wheels import pin_problems, read_pins, wheel_problems
@@ -108,6 +108,32 @@ def test_megatron_core_builds_the_shape_the_flops_formula_counts(tmp_path: Path)
     check = json.loads((tmp_path / "check.json").read_text())
     assert check["built"] and check["parameters"] == expected_parameters(data["model"])
     assert check["cpu_step"] == "ok" or "megatron/core/" in check["cpu_step"]
+
+
+def test_a_framework_run_goes_through_the_runner_like_every_run(tmp_path: Path) -> None:
+    """The GPU mode's framework step on this machine: the run gets its folder, launch
+    script, record and parsed outputs; without a GPU it fails, with Megatron-Core's or
+    torch's own error in its log."""
+    if importlib.util.find_spec("megatron") is None:
+        missing_prerequisite("megatron-core is not installed (envs/test.txt)")
+    import torch
+
+    out = run_framework(
+        tmp_path, "local-cuda", "tiny", ["fp32"], 4, (1, 3), 100, RunLimits(120, 120, 60)
+    )
+    run_id = "mcore-gpt_tiny_fp32_local-cudax1_perf"
+    run_dir = tmp_path / "results/runs" / run_id
+    assert json.loads((tmp_path / "framework.json").read_text()) == out
+    assert [r["run_id"] for r in out["runs"]] == [run_id]
+    assert "-m llmbench.entrypoints.megatron_core" in (run_dir / "attempt-1/launch.sh").read_text()
+    for name in ("run.json", "summary.json", "steps.parquet", "telemetry.parquet", "energy.json"):
+        assert (run_dir / name).exists(), name
+    if torch.cuda.is_available():
+        assert out["status"] == "trained"
+    else:
+        assert out["status"] == "failed" and out["runs"][0]["reason"] == "python_exception"
+        log = (run_dir / "attempt-1/train.log").read_text()
+        assert "CUDA" in log and "Traceback" in log
 
 
 def test_one_rank_all_reduce_opens_a_group_of_one() -> None:

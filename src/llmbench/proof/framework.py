@@ -47,7 +47,7 @@ SIZES: dict[str, tuple[ModelShape, int]] = {
     ),
 }  # fmt: skip
 """(shape, micro batch) per size: ``tiny`` is the embedded workload's (for CPUs), ``small``
-a 160M-parameter Llama that keeps a GPU busy for a measurable step (about 8 TFLOP)."""
+a 160M-parameter Llama that keeps a GPU busy for a measurable step (about 7 TFLOP)."""
 
 
 def framework_spec(
