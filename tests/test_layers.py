@@ -79,7 +79,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflight.run",
     ),
     # 7: the command line and the workflow's helpers
-    ("cli", "commands", "wiring", "workflow_check"),
+    ("cli", "commands", "wiring", "workflow_check", "proof"),
 )
 
 OPTIONAL_HEAVY = frozenset(

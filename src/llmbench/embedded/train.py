@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -298,6 +298,18 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def run_rank(rank: int, work: Callable[[], None]) -> int:
+    """Run one rank's training: its stacks dumped on request (``stack_dumps``), and after
+    an exception its traceback and an exit without destructors (``exit_now``)."""
+    register_stack_dump(rank)
+    try:
+        work()
+    except Exception:
+        traceback.print_exc()
+        exit_now(1)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spec", required=True, help="run_spec.json written by llmbench")
@@ -316,13 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"dtype={spec.dtype} gbs={spec.global_batch_size} steps={spec.steps}",
             flush=True,
         )
-    register_stack_dump(info.rank)
-    try:
-        train(spec, info)
-    except Exception:
-        traceback.print_exc()
-        exit_now(1)
-    return 0
+    return run_rank(info.rank, lambda: train(spec, info))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ ENTRY_MODULES = {
     "nemo2": "llmbench.entrypoints.nemo2",
     "megatron-bridge": "llmbench.entrypoints.megatron_bridge",
     "maxtext": "llmbench.entrypoints.maxtext",
+    "megatron-core": "llmbench.entrypoints.megatron_core",
 }
 """Entry point module per ``spec.framework``."""
 

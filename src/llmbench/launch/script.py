@@ -5,7 +5,7 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch import kubernetes, runai
-from llmbench.launch.entry import SPEC_FILE, entry_command
+from llmbench.launch.entry import ENTRY_MODULES, SPEC_FILE, entry_command
 from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
     STAGE_CHECK,
@@ -28,9 +28,14 @@ LOG_FILE = "train.log"
 LAUNCHERS = ("local", "srun", "kubernetes", "runai")
 
 
-def embedded_entry_point(spec_file: str = SPEC_FILE) -> list[str]:
-    """The tiny trainer's command, after the interpreter."""
-    return ["-m", "llmbench.embedded.train", "--spec", spec_file]
+LOCAL_FRAMEWORKS = ("torch", "megatron-core")
+"""What ``launcher: local`` runs in llmbench's own Python: the embedded trainer, and
+Megatron-Core's GPTModel where the wheel is installed (the GPU proof kit)."""
+
+
+def embedded_entry_point(spec_file: str = SPEC_FILE, framework: str = "torch") -> list[str]:
+    """The local trainer's command (the embedded one by default), after the interpreter."""
+    return ["-m", ENTRY_MODULES[framework], "--spec", spec_file]
 
 
 def local_rank_launcher(spec: RunSpec) -> list[str]:
@@ -57,12 +62,13 @@ def _header(spec: RunSpec, rerun: str) -> list[str]:
 
 
 def _render_local(spec: RunSpec) -> str:
-    if spec.framework != "torch" or spec.variant != "perf" or spec.container != "none":
+    local = spec.framework in LOCAL_FRAMEWORKS
+    if not local or spec.variant != "perf" or spec.container != "none":
         raise LaunchError(
-            f"run {spec.run_id}: launcher=local runs the embedded workload (framework torch, "
-            "variant perf, container none) only; use launcher srun"
+            f"run {spec.run_id}: launcher=local runs framework {' or '.join(LOCAL_FRAMEWORKS)} "
+            "with variant perf and container none only; use launcher srun"
         )
-    command = local_rank_launcher(spec) + embedded_entry_point()
+    command = local_rank_launcher(spec) + embedded_entry_point(framework=spec.framework)
     return "\n".join([*_header(spec, "bash launch.sh"), f'exec "$PYTHON" {join(command)}', ""])
 
 

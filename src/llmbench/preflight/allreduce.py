@@ -1,4 +1,5 @@
-"""All-reduce bandwidth between the ranks of one node, measured for real with gloo.
+"""All-reduce bandwidth between the ranks of one node, measured for real with gloo (CPU
+ranks) or NCCL (one rank per GPU, for the GPU proof kit where nccl-tests is not installed).
 
 Figures as nccl-tests defines them (nccl-tests doc/PERFORMANCE.md): for a message of S
 bytes taking t seconds, algorithm bandwidth algbw = S / t and bus bandwidth busbw = algbw
@@ -20,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -53,36 +55,79 @@ def fault_target(node: str) -> str:
     return f"preflight_{node}"
 
 
+BACKENDS = ("gloo", "nccl")
+
+
+@contextmanager
+def _group(rank: int, ranks: int, store: Any, backend: str) -> Iterator[None]:
+    """The ranks' process group; also for one rank, where ``process_group`` opens none:
+    an NCCL all-reduce on a single GPU still proves that NCCL starts and runs."""
+    import torch.distributed as dist  # heavy optional dependency (the embedded extra)
+
+    if ranks > 1:
+        with process_group(rank, ranks, store=store, backend=backend):
+            yield
+        return
+    dist.init_process_group(backend, rank=0, world_size=1, store=store)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
 def rank_main(
-    rank: int, ranks: int, port: int, sizes: Sequence[int], iterations: int, node: str
+    rank: int,
+    ranks: int,
+    port: int,
+    sizes: Sequence[int],
+    iterations: int,
+    node: str,
+    backend: str = "gloo",
 ) -> list[AllReducePoint]:
-    """One rank of the test (its own process); every rank returns the same timings."""
+    """One rank of the test (its own process); every rank returns the same timings. With
+    ``nccl`` each rank drives GPU ``rank`` of this node."""
     # heavy optional dependency (in the training image or venv): imported only here
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(1)
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
     fault = fault_for(fault_target(node), os.environ.get(FAULT_ENV))
     store = dist.TCPStore("127.0.0.1", port, ranks, is_master=rank == 0)
     points = []
-    with process_group(rank, ranks, store=store):
+    with _group(rank, ranks, store, backend):
         for size in sizes:
-            points.append(
-                _time_one(torch, dist, size, iterations, ranks, fault if rank == 0 else None)
-            )
+            fault_here = fault if rank == 0 else None
+            points.append(_time_one(torch, dist, size, iterations, ranks, fault_here, device))
     return points
 
 
 def _time_one(
-    torch: Any, dist: Any, size: int, iterations: int, ranks: int, fault: Fault | None
+    torch: Any,
+    dist: Any,
+    size: int,
+    iterations: int,
+    ranks: int,
+    fault: Fault | None,
+    device: Any,
 ) -> AllReducePoint:
-    tensor = torch.ones(max(2, size // 4), dtype=torch.float32)
+    tensor = torch.ones(max(2, size // 4), dtype=torch.float32, device=device)
+
+    def finish() -> None:  # NCCL returns once the collective is queued on the GPU
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     dist.all_reduce(tensor)  # warm-up: connections, buffers
+    finish()
     dist.barrier()
     start = time.perf_counter()
     for _ in range(iterations):
         inject(fault, 0)  # a slowed node: the delay sits inside the timed calls
         dist.all_reduce(tensor)
+    finish()
     elapsed = (time.perf_counter() - start) / iterations
     nbytes = tensor.numel() * 4
     algbw = nbytes / elapsed / 1e9
@@ -96,12 +141,20 @@ def _free_port() -> int:
 
 
 def rank_command(
-    rank: int, ranks: int, port: int, node: str, iterations: int, sizes: Sequence[int], out: Path
+    rank: int,
+    ranks: int,
+    port: int,
+    node: str,
+    iterations: int,
+    sizes: Sequence[int],
+    out: Path,
+    backend: str = "gloo",
 ) -> list[str]:
     """One rank's process: this module's ``main``, like a launcher would start it."""
     args = {
         "--rank": rank, "--ranks": ranks, "--port": port, "--node": node,
         "--iterations": iterations, "--sizes": ",".join(map(str, sizes)), "--out": out,
+        "--backend": backend,
     }  # fmt: skip
     return [sys.executable, "-m", "llmbench.preflight.allreduce"] + [
         str(word) for pair in args.items() for word in pair
@@ -114,16 +167,17 @@ def measure_allreduce(
     sizes: Sequence[int] = DEFAULT_SIZES,
     iterations: int = 5,
     timeout_s: float = 300,
+    backend: str = "gloo",
 ) -> list[AllReducePoint]:
     """All-reduce of float32 buffers of ``sizes`` bytes between ``ranks`` local
-    processes (gloo over loopback), ``iterations`` timed calls each after one warm-up.
-    Rank 0's timings are returned; a rank that fails or outlives ``timeout_s`` fails the
-    test (``RuntimeError``)."""
+    processes (gloo over loopback, or NCCL with one GPU per rank), ``iterations`` timed
+    calls each after one warm-up. Rank 0's timings are returned; a rank that fails or
+    outlives ``timeout_s`` fails the test (``RuntimeError``)."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rank0.json"
         procs = [
-            subprocess.Popen(rank_command(r, ranks, port, node, iterations, sizes, out))
+            subprocess.Popen(rank_command(r, ranks, port, node, iterations, sizes, out, backend))
             for r in range(ranks)
         ]
         deadline = time.monotonic() + timeout_s
@@ -149,9 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--node", required=True)
     parser.add_argument("--sizes", required=True, help="message sizes in bytes, comma-separated")
     parser.add_argument("--out", type=Path, required=True, help="rank 0 writes the timings here")
+    parser.add_argument("--backend", choices=BACKENDS, default="gloo")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    points = rank_main(args.rank, args.ranks, args.port, sizes, args.iterations, args.node)
+    points = rank_main(
+        args.rank, args.ranks, args.port, sizes, args.iterations, args.node, args.backend
+    )
     if args.rank == 0:
         args.out.write_text(json.dumps([p.as_dict() for p in points]))
     return 0
