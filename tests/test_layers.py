@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "atomic_tables",
         "arrow_memory",
         "yamlfile",
+        "regular_file",
         "step_clock",
     ),
     # 1: config -> run specs (what to run), and the stage folder's layout
@@ -69,6 +70,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "plots",
         "history",
         "archive",
+        "binary_secrets",
         "tables",
         "telemetry.plot",
         "preflight.run",
