@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import tarfile
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import zstandard
+from matplotlib.figure import Figure
 
 from llmbench.archive import MANIFEST, create_archive, verify_archive
 from llmbench.cli import main
 from llmbench.errors import ConfigError
+from llmbench.redact import REDACTED
 from tests.history.results import write_results
 
 TOKEN = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
@@ -81,6 +87,9 @@ def test_archive_members_manifest_and_verify(results: Path, tmp_path: Path) -> N
         "profile": ["runs/r1/attempt-1/profile_1_0_0.nsys-rep"],
         "trace": ["runs/r1/attempt-1/rank0.pt.trace.json"],
         "secret": ["runs/r1/attempt-1/.netrc"],
+        "link": [],
+        "special": [],
+        "name": [],
     }
     assert created.members == len(listed)
     assert verify_archive(out).members == len(listed)
@@ -164,3 +173,71 @@ def test_archive_never_replaces_a_file(results: Path, tmp_path: Path, capsys) ->
     assert out.read_text() == "mine"
     assert main(["archive", str(tmp_path / "nothing")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def _decoded(name: str, data: bytes) -> list[bytes]:
+    """What a member holds once decoded, for the binary formats a run writes or packs:
+    every text value of a Parquet table, a gzip's or a zip's content."""
+    if data.startswith(b"PAR1"):
+        table = pq.read_table(io.BytesIO(data))
+        return [str(v).encode() for column in table.columns for v in column.to_pylist()]
+    if data.startswith(b"\x1f\x8b"):
+        return [gzip.decompress(data)]
+    if data.startswith(b"PK\x03\x04"):
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            return [z.read(n) for n in z.namelist()]
+    return []
+
+
+def _png(path: Path, comment: str | None) -> None:
+    fig = Figure(figsize=(1, 1))
+    fig.subplots().plot([0, 1])
+    fig.savefig(path, metadata={"Comment": comment} if comment else {})
+
+
+def test_tokens_in_every_file_type_never_reach_the_archive(results: Path, tmp_path: Path) -> None:
+    """A token planted in each kind of file a run writes (a log with NUL bytes, JSON,
+    CSV, a shell script, HTML, SVG, a PNG's text, Parquet values under zstd, a gzip, a
+    zip) and in a folder name: no byte of any member, nor what a member holds once
+    decoded, carries it. Text kinds go in redacted; binary ones that show the token are
+    left out as secrets, and clean binary files go in unchanged."""
+    run = results / "runs" / "r1" / "attempt-1"
+    (run / "train.log").write_bytes(b"\0\x01binary start\n" + f"HF_TOKEN={TOKEN}\n".encode()
+                                    + b"\0" * 9000 + f"later {TOKEN} again\n".encode())  # fmt: skip
+    (run / "run.json").write_text(json.dumps({"env": {"HF_TOKEN": TOKEN}, "cmd": f"x {TOKEN}"}))
+    (run / "launch.sh").write_text(f"#!/bin/sh\nexport WANDB_API_KEY={TOKEN}\nexec train\n")
+    (results / "tables" / "runs.csv").write_text(f"run_id,note\nr1,{TOKEN}\n")
+    (results / "report.html").write_text(f"<html><body><pre>{TOKEN}</pre></body></html>")
+    (results / "plots" / "g" / "step.svg").write_text(f"<svg><desc>{TOKEN}</desc></svg>")
+    _png(results / "plots" / "g" / "with-token.png", f"token {TOKEN}")
+    _png(results / "plots" / "g" / "clean.png", None)
+    frame = pd.DataFrame({"run_id": ["r1", "r2"], "note": [f"x {TOKEN}", "fine"]})
+    frame.to_parquet(run / "extra.parquet", compression="zstd", index=False)
+    pd.DataFrame({"run_id": ["r1"]}).to_parquet(run / "clean.parquet", index=False)
+    (run / "telemetry.csv.gz").write_bytes(gzip.compress(f"gpu,0\nkey,{TOKEN}\n".encode()))
+    with zipfile.ZipFile(results / "report.zip", "w") as z:
+        z.writestr("report/index.html", f"<p>{TOKEN}</p>")
+    (results / "runs" / TOKEN).mkdir()
+    (results / "runs" / TOKEN / "x.log").write_text("nothing secret\n")
+    out = tmp_path / "a.tar.zst"
+    created = create_archive(results, out)
+    assert verify_archive(out).members == created.members
+    with open(out, "rb") as raw:
+        stream = zstandard.ZstdDecompressor().stream_reader(raw).read()
+    assert TOKEN.encode() not in stream  # every byte: names, members, manifest
+    got = members(out)
+    for name, data in got.items():
+        for part in _decoded(name, data):
+            assert TOKEN.encode() not in part, name
+    rel = {n.split("/", 1)[1]: data for n, data in got.items()}
+    assert "HF_TOKEN=<redacted>" in rel["runs/r1/attempt-1/train.log"].decode("latin-1")
+    assert rel["runs/r1/attempt-1/train.log"].startswith(b"\0\x01binary start\n")
+    for text in ("runs/r1/attempt-1/run.json", "runs/r1/attempt-1/launch.sh", "tables/runs.csv",
+                 "report.html", "plots/g/step.svg"):  # fmt: skip
+        assert REDACTED.encode() in rel[text], text
+    secret = set(created.left_out["secret"])
+    assert {"plots/g/with-token.png", "runs/r1/attempt-1/extra.parquet",
+            "runs/r1/attempt-1/telemetry.csv.gz", "report.zip"} <= secret  # fmt: skip
+    assert rel["plots/g/clean.png"] == (results / "plots/g/clean.png").read_bytes()
+    clean = (results / "runs/r1/attempt-1/clean.parquet").read_bytes()
+    assert rel["runs/r1/attempt-1/clean.parquet"] == clean

@@ -4,11 +4,13 @@
 (logs, run records, launch scripts, parsed steps), tables, plots, rule logs, the CPU
 calibration, the history's trend plots and the report (``report.html``/``report.zip`` in
 the results folder, or a file given). Left out: the stage folder (images, venv,
-checkpoints), Nsight Systems reports and trace dumps unless asked for, and secrets
-(``llmbench.redact``: credential files are left out, token-looking values in text files
-redacted). ``<sweep id>/MANIFEST.json``, the last member, lists every other member with
-its size, sha256 (of the bytes in the archive) and number of redactions, and the paths
-left out (profile, trace, secret).
+checkpoints), Nsight Systems reports and trace dumps unless asked for, secrets
+(``llmbench.redact``: credential files are left out, token-looking values redacted in
+every file but a binary format, and a binary file in which one shows left out), links
+(never followed), files that are not regular files, and names an archive cannot carry
+safely (``member_name_problem``). ``<sweep id>/MANIFEST.json``, the last member, lists
+every other member with its size, sha256 (of the bytes in the archive) and number of
+redactions, and the paths left out by reason (``LEFT_OUT``).
 ``verify_archive`` reads the archive once and checks every member against the manifest.
 """
 
@@ -18,7 +20,7 @@ import hashlib
 import io
 import json
 import os
-import secrets
+import stat
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -30,9 +32,19 @@ from typing import IO, Any
 import zstandard
 
 from llmbench import __version__
+from llmbench.atomic import create_new, new_output
+from llmbench.binary_secrets import shows_secret_in
 from llmbench.errors import ConfigError
 from llmbench.history.sweep import SWEEP_FILE, read_sweep
-from llmbench.redact import is_secret_file, is_text, redact_text
+from llmbench.redact import (
+    MAGIC_BYTES,
+    Redactor,
+    binary_format,
+    is_secret_file,
+    redact_line,
+    shows_secret,
+)
+from llmbench.regular_file import open_regular, why_unreadable
 
 MANIFEST = "MANIFEST.json"
 FORMAT = "llmbench-sweep-archive"
@@ -44,6 +56,10 @@ TRACE_PATTERNS = (
     "*.pt.trace.json", "*.pt.trace.json.gz", "*trace*.json", "*trace*.json.gz", "*.trace",
     "core", "core.*", "*.dmp", "*.dump",
 )  # fmt: skip
+LEFT_OUT = ("profile", "trace", "secret", "link", "special", "name")
+"""Why a file is left out: an Nsight report or a trace dump (unless asked for), a
+secret, a symbolic link (never followed), not a regular file (a named pipe, a socket),
+a name that ``member_name_problem`` refuses."""
 REPORT_NAMES = ("report.html", "report.zip")
 ZSTD_LEVEL = 10
 _CHUNK = 1 << 20
@@ -57,9 +73,25 @@ class Created:
     left_out: dict[str, list[str]]
 
 
+def member_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a member of an archive, or None: the one rule that
+    ``create_archive`` applies to what it packs and ``verify_archive`` to what it reads.
+    A member must stay inside the folder it is extracted to, on every system."""
+    if not name or name.startswith("/"):
+        return "not a relative name"
+    if ".." in PurePosixPath(name).parts:
+        return "a '..' part"
+    if "\\" in name:
+        return "a backslash (a folder separator where the archive may be extracted)"
+    return None
+
+
 def _kind(rel: PurePosixPath) -> str | None:
-    """Why a file is left out by default: ``profile`` or ``trace``; None to keep it."""
+    """Why a regular file is left out by default: ``secret``, ``profile`` or ``trace``;
+    None to keep it."""
     name = rel.name
+    if is_secret_file(name) or shows_secret(str(rel)):
+        return "secret"
     if any(rel.match(p) for p in PROFILE_PATTERNS):
         return "profile"
     if any(PurePosixPath(name).match(p) for p in TRACE_PATTERNS):
@@ -67,14 +99,32 @@ def _kind(rel: PurePosixPath) -> str | None:
     return None
 
 
-def _candidates(results: Path) -> Iterator[tuple[Path, PurePosixPath]]:
-    for path in sorted(results.rglob("*")):
-        rel = PurePosixPath(path.relative_to(results).as_posix())
-        if rel.parts[0] in SKIPPED_DIRS or any(p.startswith(".") and p.endswith(".tmp")
-                                               for p in rel.parts):  # fmt: skip
-            continue
-        if path.is_file() and not path.is_symlink():
-            yield path, rel
+def _walk_error(err: OSError) -> None:
+    raise ConfigError(f"archive: cannot read {err.filename} ({why_unreadable(err)})")
+
+
+def _candidates(results: Path) -> Iterator[tuple[Path, PurePosixPath, str | None]]:
+    """Every file under ``results`` (links are not followed), sorted, with why it is
+    left out (``LEFT_OUT``; None: it goes in unless it is a profile or trace)."""
+    for folder, dirs, files in os.walk(results, onerror=_walk_error):
+        here = Path(folder)
+        top = here == results
+        dirs[:] = sorted(d for d in dirs if not (top and d in SKIPPED_DIRS))
+        for name in sorted([*files, *(d for d in dirs if (here / d).is_symlink())]):
+            path = here / name
+            rel = PurePosixPath(path.relative_to(results).as_posix())
+            if any(p.startswith(".") and p.endswith(".tmp") for p in rel.parts):
+                continue
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                yield path, rel, "link"
+            elif not stat.S_ISREG(mode):
+                yield path, rel, "special"
+            elif member_name_problem(str(rel)):
+                yield path, rel, "name"
+            else:
+                yield path, rel, _kind(rel)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
 
 
 class _Hashing(io.RawIOBase):
@@ -101,31 +151,38 @@ def _tarinfo(name: str, size: int, mtime: float, mode: int) -> tarfile.TarInfo:
     return info
 
 
-def _add_file(tar: tarfile.TarFile, path: Path, name: str) -> dict[str, Any]:
-    """Add one file (redacted if it is text); its manifest entry."""
-    stat = path.stat()
-    mode = 0o755 if stat.st_mode & 0o111 else 0o644
-    with open(path, "rb") as fh:
-        head = fh.read(8192)
+def _add_file(tar: tarfile.TarFile, path: Path, name: str) -> dict[str, Any] | None:
+    """Add one file, redacted unless it is of a binary format; its manifest entry. None
+    (nothing added) for a binary file in which a secret shows: it cannot be redacted."""
+    try:
+        fh = open_regular(path)
+    except OSError as err:
+        raise ConfigError(f"archive: cannot read {path} ({why_unreadable(err)})") from None
+    with fh:
+        info = os.fstat(fh.fileno())
+        mode = 0o755 if info.st_mode & 0o111 else 0o644
+        kind = binary_format(fh.read(MAGIC_BYTES))
         fh.seek(0)
-        if not is_text(head):
+        if kind is not None:
+            if shows_secret_in(path, kind):
+                return None
             reader = _Hashing(fh)
-            tar.addfile(_tarinfo(name, stat.st_size, stat.st_mtime, mode), reader)
-            return {"path": name, "size": stat.st_size, "sha256": reader.sha.hexdigest()}
-        lines, count = redact_text(io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape",
-                                                    newline="").readlines())  # fmt: skip
-    with tempfile.SpooledTemporaryFile(_SPOOL_BYTES) as spool:
-        sha = hashlib.sha256()
-        for line in lines:
-            data = line.encode("utf-8", errors="surrogateescape")
-            sha.update(data)
-            spool.write(data)
-        size = spool.tell()
-        spool.seek(0)
-        tar.addfile(_tarinfo(name, size, stat.st_mtime, mode), spool)
-    entry = {"path": name, "size": size, "sha256": sha.hexdigest()}
-    if count:
-        entry["redacted"] = count
+            tar.addfile(_tarinfo(name, info.st_size, info.st_mtime, mode), reader)
+            return {"path": name, "size": info.st_size, "sha256": reader.sha.hexdigest()}
+        redactor = Redactor()
+        lines = io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape", newline="")
+        with tempfile.SpooledTemporaryFile(_SPOOL_BYTES) as spool:
+            sha = hashlib.sha256()
+            for line in lines:
+                data = redactor.line(line).encode("utf-8", errors="surrogateescape")
+                sha.update(data)
+                spool.write(data)
+            size = spool.tell()
+            spool.seek(0)
+            tar.addfile(_tarinfo(name, size, info.st_mtime, mode), spool)
+    entry: dict[str, Any] = {"path": name, "size": size, "sha256": sha.hexdigest()}
+    if redactor.count:
+        entry["redacted"] = redactor.count
     return entry
 
 
@@ -142,42 +199,52 @@ def create_archive(
         raise ConfigError(f"archive: {str(results)!r} is not a folder; allowed: a results folder")
     sweep = read_sweep(results / "tables" / SWEEP_FILE)
     top = sweep["sweep_id"]
-    out = Path(output) if output else Path(f"{top}.tar.zst")
-    if out.exists():
-        raise ConfigError(f"archive: {str(out)!r} exists; allowed: a new file name")
+    out = new_output(output or f"{top}.tar.zst", "archive")
     if report is not None and not Path(report).is_file():
         raise ConfigError(f"archive: --report {str(report)!r} is not a file")
     keep = {"profile": with_profiles, "trace": with_traces}
-    left_out: dict[str, list[str]] = {"profile": [], "trace": [], "secret": []}
+    left_out: dict[str, list[str]] = {kind: [] for kind in LEFT_OUT}
     entries: list[dict[str, Any]] = []
-    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
     out_resolved = out.resolve()
-    try:
+
+    def add(tar: tarfile.TarFile, path: Path, rel: str) -> None:
+        entry = _add_file(tar, path, f"{top}/{rel}")
+        if entry is None:
+            left_out["secret"].append(redact_line(rel)[0])
+        else:
+            entries.append(entry)
+
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as raw:
             compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
             with (
                 compressor.stream_writer(raw) as zst,
                 tarfile.open(fileobj=zst, mode="w|", format=tarfile.PAX_FORMAT) as tar,
             ):
-                for path, rel in _candidates(results):
+                for path, rel, kind in _candidates(results):
                     if path.resolve() == out_resolved:
                         continue
-                    kind = "secret" if is_secret_file(rel.name) else _kind(rel)
                     if kind is not None and not keep.get(kind, False):
-                        left_out[kind].append(str(rel))
+                        left_out[kind].append(redact_line(str(rel))[0])
                         continue
-                    entries.append(_add_file(tar, path, f"{top}/{rel}"))
+                    add(tar, path, str(rel))
                 if report is not None:
-                    entries.append(_add_file(tar, Path(report), f"{top}/{Path(report).name}"))
+                    add(tar, Path(report), _report_name(Path(report)))
                 manifest = _manifest(sweep, entries, left_out, with_profiles, with_traces)
                 tar.addfile(_tarinfo(f"{top}/{MANIFEST}", len(manifest), 0, 0o644),
                             io.BytesIO(manifest))  # fmt: skip
-        os.link(tmp, out)  # refuses to replace a file that appeared meanwhile
-    except FileExistsError:
-        raise ConfigError(f"archive: {str(out)!r} exists; allowed: a new file name") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    create_new(out, write, "archive")
     return Created(out, len(entries), left_out)
+
+
+def _report_name(report: Path) -> str:
+    problem = member_name_problem(report.name) or (
+        "a secret in its name" if is_secret_file(report.name) else None
+    )
+    if problem:
+        raise ConfigError(f"archive: --report {str(report)!r}: {problem}; allowed: another name")
+    return report.name
 
 
 def _manifest(
@@ -210,30 +277,35 @@ class Verified:
     members: int
 
 
-def _safe(name: str) -> bool:
-    parts = PurePosixPath(name).parts
-    return bool(parts) and not name.startswith("/") and ".." not in parts and "\\" not in name
-
-
 def verify_archive(path: str | os.PathLike[str]) -> Verified:
     """Read the archive once: every member a relative regular file, listed in the
     manifest with the same size and sha256, and every listed member present."""
     path = Path(path)
     where = f"archive {str(path)!r}"
-    if not path.is_file():
-        raise ConfigError(f"{where} does not exist; allowed: a .tar.zst from llmbench archive")
+    try:
+        raw_file = open_regular(path)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where} does not exist; allowed: a .tar.zst from llmbench archive"
+        ) from None
+    except OSError as err:
+        raise ConfigError(
+            f"{where}: {why_unreadable(err)}; allowed: a .tar.zst from llmbench archive"
+        ) from None
     seen: dict[str, tuple[int, str]] = {}
     manifest_bytes: bytes | None = None
     try:
         with (
-            open(path, "rb") as raw,
+            raw_file as raw,
             zstandard.ZstdDecompressor().stream_reader(raw) as zst,
             tarfile.open(fileobj=zst, mode="r|") as tar,
         ):
             for member in tar:
-                if not member.isfile() or not _safe(member.name):
+                problem = member_name_problem(member.name)
+                if not member.isfile() or problem:
                     raise ConfigError(
-                        f"{where}: member {member.name!r} is not a relative regular file"
+                        f"{where}: member {member.name!r} is not a relative regular file "
+                        f"({problem or 'not a regular file'})"
                     )
                 fh = tar.extractfile(member)
                 assert fh is not None  # a regular file always has a reader

@@ -1,20 +1,25 @@
 """What never leaves in an archive: files that hold credentials, and values that look
-like tokens inside the text files that do (docs/history.md, "Archives").
+like tokens inside the files that do (docs/history.md, "Archives").
 
 - Files left out by name: ``.netrc``, ``.git-credentials``, ``.pgpass``, enroot's
   ``.credentials``, ``credentials*``, ``.env`` and ``*.env``, keys and certificates
   (``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``id_rsa*``, ``id_ecdsa*``, ``id_ed25519*``),
   ``kubeconfig``, and names with a word ``token``, ``secret(s)``, ``password``,
   ``passwd``, ``api_key``/``apikey`` or ``credential(s)`` (``hf_token``, ``db.password``;
-  not ``tokens_per_s.svg``).
-- In text files (no NUL byte in the first 8 KiB), replaced by ``<redacted>``: the value of
-  an assignment whose name says it is secret (``HF_TOKEN=...``, ``"api_key": "..."``,
-  ``password: ...``: names with TOKEN, SECRET, PASSWORD/PASSWD, API_KEY/APIKEY,
+  not ``tokens_per_s.svg``), or a token shape (below) in the name itself.
+- In every file but the binary formats below, whatever its bytes (a log with a NUL byte
+  is still a log), line by line, replaced by ``<redacted>``: the value of an assignment
+  whose name says it is secret (``HF_TOKEN=...``, ``"api_key": "..."``, ``password: ...``:
+  names with TOKEN, SECRET, PASSWORD/PASSWD, API_KEY/APIKEY,
   ACCESS_KEY, PRIVATE_KEY, CREDENTIAL or AUTH); the password of a URL
   (``https://user:<redacted>@host``); ``Bearer`` tokens; well-known token shapes (Hugging
   Face ``hf_``, GitHub ``ghp_``/``github_pat_``, NVIDIA ``nvapi-``, AWS ``AKIA``/``ASIA``
   key ids, Slack ``xox?-``, GitLab ``glpat-``, OpenAI-style ``sk-``, JSON Web Tokens); and
   every line of a PEM private key block.
+- Binary formats (``binary_format``: Parquet, PNG, JPEG, zip, gzip, zstd, SQLite, PDF,
+  ELF...) cannot be redacted without breaking them: the archive scans them (their bytes,
+  and what Parquet, zip, gzip and zstd files hold once decoded) and leaves out one in
+  which a secret shows, as it leaves out a credential file.
 """
 
 from __future__ import annotations
@@ -65,16 +70,39 @@ _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY-----")
 
 
+BINARY_MAGIC = {
+    b"PAR1": "parquet",
+    b"\x89PNG\r\n\x1a\n": "png",
+    b"\xff\xd8\xff": "jpeg",
+    b"GIF8": "gif",
+    b"PK\x03\x04": "zip",
+    b"PK\x05\x06": "zip",
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"SQLite format 3\x00": "sqlite",
+    b"%PDF-": "pdf",
+    b"\x7fELF": "elf",
+}
+"""File formats whose bytes cannot be edited in place, by their first bytes."""
+MAGIC_BYTES = max(len(m) for m in BINARY_MAGIC)
+
+
 def is_secret_file(name: str) -> bool:
-    """True for a file name that holds credentials by convention (module docstring)."""
+    """True for a file name that holds credentials by convention (module docstring), or
+    that holds a token itself."""
     lower = name.lower()
-    return bool(_SECRET_NAME_WORD.search(lower)) or any(
-        fnmatch.fnmatchcase(lower, pattern) for pattern in SECRET_FILE_PATTERNS
+    return (
+        bool(_SECRET_NAME_WORD.search(lower))
+        or any(fnmatch.fnmatchcase(lower, pattern) for pattern in SECRET_FILE_PATTERNS)
+        or bool(_TOKEN_SHAPES.search(name))
     )
 
 
-def is_text(head: bytes) -> bool:
-    return b"\0" not in head
+def binary_format(head: bytes) -> str | None:
+    """The binary format a file's first ``MAGIC_BYTES`` bytes announce, or None."""
+    return next((kind for magic, kind in BINARY_MAGIC.items() if head.startswith(magic)), None)
 
 
 def redact_line(line: str) -> tuple[str, int]:
@@ -96,16 +124,32 @@ def redact_line(line: str) -> tuple[str, int]:
     return line, count + n
 
 
-def redact_text(lines: list[str]) -> tuple[list[str], int]:
-    """Every line redacted (``redact_line``), PEM private key blocks blanked whole."""
-    out, count, in_key = [], 0, False
-    for line in lines:
-        if in_key or _PEM_BEGIN.search(line):
-            in_key = not _PEM_END.search(line)
-            out.append(REDACTED + ("\n" if line.endswith("\n") else ""))
-            count += 1
-            continue
+class Redactor:
+    """Redacts the lines of one file in order (``redact_line``); a PEM private key block,
+    which spans lines, is blanked whole. ``count``: redactions so far."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._in_key = False
+
+    def line(self, line: str) -> str:
+        if self._in_key or _PEM_BEGIN.search(line):
+            self._in_key = not _PEM_END.search(line)
+            self.count += 1
+            return REDACTED + ("\n" if line.endswith("\n") else "")
         redacted, n = redact_line(line)
-        out.append(redacted)
-        count += n
-    return out, count
+        self.count += n
+        return redacted
+
+
+def redact_text(lines: list[str]) -> tuple[list[str], int]:
+    """Every line redacted (``Redactor``), and how many redactions."""
+    redactor = Redactor()
+    out = [redactor.line(line) for line in lines]
+    return out, redactor.count
+
+
+def shows_secret(text: str) -> bool:
+    """True when ``text`` holds anything ``redact_line`` would redact, or the start of a
+    PEM private key."""
+    return redact_line(text)[1] > 0 or bool(_PEM_BEGIN.search(text))

@@ -190,3 +190,18 @@ def test_run_to_run_spread_in_the_history_prevents_false_alarms(tmp_path: Path) 
     add_sweep(history, tmp_path / "slow")
     slow = compare(history, ids[6], "latest")
     assert set(slow.keys["verdict"]) == {"slower"}
+
+
+def test_keys_without_a_published_step_time_are_named(tmp_path: Path, capsys) -> None:
+    """Runs at GPU counts the published tables do not have: compared with ``published``,
+    they are insufficient data, and the output says that no published value exists."""
+    write_results(tmp_path / "r", "eos", day(1), runs_hook=lambda r: r.assign(gpus=r.gpus * 3))
+    add_sweep(open_history(tmp_path / "h"), tmp_path / "r")
+    args = ["compare", "published", "latest", "--history", str(tmp_path / "h")]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {k["verdict"] for k in data["keys"]} == {"insufficient data"}
+    assert "llama3.1-nemo 8b bf16 h100 24 weak perf" in data["unpublished"]
+    assert len(data["unpublished"]) == 6
+    assert main(args) == 0
+    assert "no published step time for: llama3.1-nemo 8b bf16 h100 24" in capsys.readouterr().out

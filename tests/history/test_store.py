@@ -11,10 +11,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from llmbench.cli import main
 from llmbench.errors import ConfigError
-from llmbench.history.store import add_sweep, open_history, read_table, sweep_index
+from llmbench.history.checked import CHECKSUM_FIELDS
+from llmbench.history.read import SweepReader, read_table
+from llmbench.history.store import add_sweep, open_history, sweep_index
 from llmbench.history.sweep import (
     SCHEMA_VERSION,
     cluster_name,
@@ -229,3 +234,50 @@ def test_stage_hashes_of_venv_and_images(tmp_path: Path) -> None:
     assert cache.read_text().split("\n")[1] == images[image.name]  # not hashed again
     image.write_bytes(b"hsqs" + bytes(2000))  # a new import: size and time change
     assert stage_hashes(stage)[1][image.name] == hashlib.sha256(image.read_bytes()).hexdigest()
+
+
+def test_a_sweep_stored_without_checksums_reads_unchecked(tmp_path: Path, capsys) -> None:
+    """A record as llmbench wrote it before it stored checksums: still read, and said
+    to be unchecked by list and compare."""
+    history = open_history(tmp_path / "h")
+    ids = []
+    for i, when in enumerate((T1, T2)):
+        ids.append(write_results(tmp_path / f"r{i}", "eos", when, seed=i)["sweep_id"])
+        added = add_sweep(history, tmp_path / f"r{i}")
+    record = Path(added.path) / "sweep.parquet"  # the newer sweep's
+    old = pq.read_table(record).drop_columns(list(CHECKSUM_FIELDS))
+    pq.write_table(old, record)
+    assert main(["history", "list", "--history", str(tmp_path / "h"), "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(s["sweep_id"], s["checked"]) for s in listed] == [(ids[0], "sha256"), (ids[1], "no")]
+    assert main(["compare", ids[0], ids[1], "--history", str(tmp_path / "h")]) == 0
+    out = capsys.readouterr()
+    assert f"read unchecked (stored without checksums): {ids[1]}" in out.out and out.err == ""
+
+
+def test_a_record_whose_fields_changed_is_damaged(tmp_path: Path) -> None:
+    """A record that still reads as Parquet but holds other values (a row count, a
+    checksum) than it was sealed with is left out, never trusted."""
+    write_results(tmp_path / "r", "eos", T1)
+    history = open_history(tmp_path / "h")
+    added = add_sweep(history, tmp_path / "r")
+    record = Path(added.path) / "sweep.parquet"
+    table = pq.read_table(record)
+    pq.write_table(table.set_column(table.schema.get_field_index("runs"), "runs",
+                                    pa.array([7], pa.int64())), record)  # fmt: skip
+    reader = SweepReader(history)
+    assert reader.read(sweep_index(history), "runs").empty
+    assert "do not match its record_sha256" in next(iter(reader.skipped.values())).line()
+    with pytest.raises(ConfigError, match="record_sha256"):
+        read_table(history, sweep_index(history), "runs")
+
+
+def test_writes_never_leave_the_history_through_a_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "cluster=eos").symlink_to(outside)
+    write_results(tmp_path / "r", "eos", T1)
+    with pytest.raises(ConfigError, match="leads outside the history"):
+        add_sweep(open_history(tmp_path / "h"), tmp_path / "r")
+    assert list(outside.iterdir()) == []

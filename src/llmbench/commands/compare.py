@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from llmbench.atomic import write_text_atomic
-from llmbench.errors import ConfigError
+from llmbench.atomic import create_new, new_output
 from llmbench.history.compare import compare
 from llmbench.history.location import history_from
 from llmbench.history.render import FORMATS, render
@@ -40,14 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = new_output(args.output, "--output") if args.output else None
     history = history_from(args.history, args.config)
     comparison = compare(history, args.a, args.b, args.tolerance, args.confidence)
+    for line in comparison.skipped:
+        print(f"llmbench compare: warning: {line}", file=sys.stderr)
     text = render(comparison, args.format)
-    if args.output:
-        out = Path(args.output)
-        if out.exists():
-            raise ConfigError(f"--output: {str(out)!r} exists; allowed: a new file name")
-        write_text_atomic(text, out)
+    if out is not None:
+        create_new(out, lambda tmp: tmp.write_text(text), "--output")
     else:
         sys.stdout.write(text)
     return 1 if comparison.regressions else 0

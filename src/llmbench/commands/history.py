@@ -1,4 +1,7 @@
-"""``llmbench history``: add a sweep's tables to the history, list the sweeps it holds."""
+"""``llmbench history``: add a sweep's tables to the history, list the sweeps it holds.
+
+``list`` checks every record it shows; a damaged one is left out with a warning line
+naming the file, and the exit status is then 1 (docs/history.md, "Checked reads")."""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ import json
 import sys
 
 from llmbench.history.location import require_history
+from llmbench.history.read import SweepReader
 from llmbench.history.select import Selector, parse_selector, resolve
-from llmbench.history.store import add_sweep, read_table
+from llmbench.history.store import add_sweep
 
 LIST_COLUMNS = (
     "sweep_id", "cluster", "date", "created_at", "runs", "steps", "llmbench_version",
@@ -43,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     selector = parse_selector(args.selector) if args.selector else Selector("all sweeps")
     columns = [c for c in LIST_COLUMNS if c not in ("cluster", "date")]
-    sweeps = read_table(history, resolve(history, selector), "sweep", columns)
+    reader = SweepReader(history)
+    sweeps = reader.read(resolve(history, selector), "sweep", columns)
     frame = sweeps.loc[:, list(LIST_COLUMNS)].sort_values("sweep_id", ignore_index=True)
+    frame["checked"] = ["no" if s in reader.unchecked else "sha256" for s in frame["sweep_id"]]
     if args.format == "json":
         json.dump(json.loads(frame.to_json(orient="records")), sys.stdout, indent=2)
         print()
@@ -54,4 +60,6 @@ def run(args: argparse.Namespace) -> int:
         shown = frame.assign(config_sha256=frame["config_sha256"].str.slice(0, 12))
         print(shown.to_string(index=False, na_rep="-"))
         print(f"\n{len(frame)} sweeps in {history.where}")
-    return 0
+    for skipped in reader.skipped.values():
+        print(f"llmbench history: warning: {skipped.line()}", file=sys.stderr)
+    return 1 if reader.skipped else 0

@@ -9,6 +9,10 @@ on the two sides. For the whole comparison: every provenance field whose values 
 
 A run tabulated again by a later sweep without being rerun (same cluster, run, attempt
 and start time) counts once on a side.
+
+Every stored file is checked before it is read (``llmbench.history.read``): a damaged
+sweep is left out of both sides and of the run-to-run spread, and the comparison says
+which; a side whose every sweep is damaged is an error.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from llmbench.errors import ConfigError
+from llmbench.history.read import SweepReader
 from llmbench.history.select import Selector, parse_selector, resolve
 from llmbench.history.stats import (
     CONFIDENCE,
@@ -31,7 +36,7 @@ from llmbench.history.stats import (
     run_spread,
     verdict,
 )
-from llmbench.history.store import History, read_table, sweep_index
+from llmbench.history.store import History, sweep_index
 from llmbench.reference import builtin_references
 
 KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
@@ -83,17 +88,32 @@ def published_side() -> Side:
     return Side(PUBLISHED_LABEL, reference=dict(zip(_key_tuples(refs), values, strict=True)))
 
 
-def load_side(history: History, selector: Selector, index: pd.DataFrame | None = None) -> Side:
-    """The successful perf runs of the sweeps a selector names, with their series."""
+def _intact(frame: pd.DataFrame, reader: SweepReader) -> pd.DataFrame:
+    """The rows of sweeps the reader has not left out (a sweep's runs may have read
+    before its steps file was found damaged)."""
+    return frame[~frame["sweep"].isin(list(reader.skipped))].reset_index(drop=True)
+
+
+def load_side(reader: SweepReader, selector: Selector, index: pd.DataFrame | None = None) -> Side:
+    """The successful perf runs of the intact sweeps a selector names, with their
+    series; an error when every sweep it names is damaged."""
     if selector.published:
         return published_side()
-    sweeps = resolve(history, selector, index)
+    sweeps = resolve(reader.history, selector, index)
     perf_ok = (ds.field("status") == "success") & (ds.field("variant") == "perf")
-    runs = read_table(history, sweeps, "runs", [*_RUN_COLUMNS, *RUN_PROVENANCE[1:]], filter=perf_ok)
-    runs = runs.drop_duplicates(["cluster", "run_id", "attempt", "started_at"], ignore_index=True)
+    runs = reader.read(sweeps, "runs", [*_RUN_COLUMNS, *RUN_PROVENANCE[1:]], filter=perf_ok)
     window = ds.field("in_window") & (ds.field("variant") == "perf")
-    steps = read_table(history, sweeps, "steps", _STEP_COLUMNS, filter=window)
-    records = read_table(history, sweeps, "sweep", ["sweep_id", *SWEEP_PROVENANCE])
+    steps = reader.read(sweeps, "steps", _STEP_COLUMNS, filter=window)
+    records = reader.read(sweeps, "sweep", ["sweep_id", *SWEEP_PROVENANCE])
+    damaged = [reader.skipped[s] for s in sweeps["sweep_id"] if s in reader.skipped]
+    if len(damaged) == len(sweeps):
+        what = "is damaged" if len(sweeps) == 1 else f"and all {len(sweeps) - 1} others are damaged"
+        raise ConfigError(
+            f"{selector.text!r}: sweep {damaged[0].sweep_id} {what} ({damaged[0].reason}); "
+            "allowed: a side with an intact sweep (a damaged file is never read as numbers)"
+        )
+    runs, steps, records = (_intact(f, reader) for f in (runs, steps, records))
+    runs = runs.drop_duplicates(["cluster", "run_id", "attempt", "started_at"], ignore_index=True)
     return Side(selector.text, runs, _series(runs, steps), sweeps=records)
 
 
@@ -154,14 +174,14 @@ def _side_data(side: Side, key: Key) -> tuple[list[np.ndarray] | float | None, i
     return runs, len(runs), sum(len(r) for r in runs)
 
 
-def spread_by_key(history: History, index: pd.DataFrame, clusters: set[str]) -> dict[Key, float]:
+def spread_by_key(reader: SweepReader, index: pd.DataFrame, clusters: set[str]) -> dict[Key, float]:
     """Per key, the sd of log step time between runs (``stats.run_spread``) over the
     last ``SPREAD_SWEEPS`` sweeps of each of ``clusters``; keys with fewer than
     ``MIN_SPREAD_RUNS`` runs there have none."""
     rows = index[index["cluster"].isin(sorted(clusters))].groupby("cluster").tail(SPREAD_SWEEPS)
     perf_ok = (ds.field("status") == "success") & (ds.field("variant") == "perf")
     columns = [*KEYS, "run_id", "attempt", "started_at", "step_time_mean_s"]
-    runs = read_table(history, rows, "runs", columns, filter=perf_ok)
+    runs = _intact(reader.read(rows, "runs", columns, filter=perf_ok), reader)
     runs = runs.drop_duplicates(["cluster", "run_id", "attempt", "started_at"])
     runs = runs[runs["step_time_mean_s"].gt(0)]
     if runs.empty:
@@ -250,6 +270,12 @@ class Comparison:
     confidence: float
     keys: pd.DataFrame
     provenance: list[dict[str, object]]
+    skipped: list[str] = field(default_factory=list)
+    """One line per damaged sweep left out (``Skipped.line``)."""
+    unchecked: list[str] = field(default_factory=list)
+    """Sweeps read without checksums: stored before sweep records held them."""
+    unpublished: list[str] = field(default_factory=list)
+    """Keys compared with ``published`` that have no published step time."""
 
     @property
     def regressions(self) -> int:
@@ -270,12 +296,27 @@ def compare(
             "compare: no history given; allowed: --history PATH or URL, or history.path in "
             "the config"
         )
-    index = sweep_index(history) if history is not None else None
-    side_a, side_b = (
-        published_side() if s.published else load_side(history, s, index)  # type: ignore[arg-type]
-        for s in (sel_a, sel_b)
-    )
+    reader, index = None, None
+    if history is None:
+        side_a, side_b = published_side(), published_side()
+    else:
+        reader = SweepReader(history)
+        index = sweep_index(history)
+        side_a, side_b = (load_side(reader, s, index) for s in (sel_a, sel_b))
     clusters = {str(c) for side in (side_a, side_b) for c in side.runs.get("cluster", [])}
-    spread = spread_by_key(history, index, clusters) if clusters else {}  # type: ignore[arg-type]
+    spread = {}
+    if reader is not None and index is not None and clusters:
+        spread = spread_by_key(reader, index, clusters)
     keys = compare_sides(side_a, side_b, tolerance, confidence, spread)
-    return Comparison(a, b, tolerance, confidence, keys, provenance_changes(side_a, side_b))
+    unpublished = [
+        " ".join(str(v) for v in row[list(KEYS)])
+        for side, column in ((side_a, "step_time_a_s"), (side_b, "step_time_b_s"))
+        if side.reference is not None
+        for _, row in keys[keys[column].isna()].iterrows()
+    ]
+    return Comparison(
+        a, b, tolerance, confidence, keys, provenance_changes(side_a, side_b),
+        skipped=[s.line() for s in reader.skipped.values()] if reader else [],
+        unchecked=sorted(reader.unchecked) if reader else [],
+        unpublished=unpublished,
+    )  # fmt: skip

@@ -66,6 +66,7 @@ def as_table(comparison: Comparison) -> str:
         shown.to_string(index=False) if len(shown) else "(no keys)",
         "",
         _summary(comparison),
+        *_check_lines(comparison),
         *_provenance_lines(comparison),
         method_text(comparison),
     ]
@@ -80,6 +81,19 @@ def _provenance_lines(comparison: Comparison) -> list[str]:
         f"  {c['field']}: {', '.join(c['a']) or '-'} -> {', '.join(c['b']) or '-'}"  # type: ignore[arg-type]
         for c in comparison.provenance
     ]
+
+
+def _check_lines(comparison: Comparison) -> list[str]:
+    """Which sweeps were left out as damaged, which were read without checksums, and
+    which keys the published references have no step time for."""
+    lines = [f"left out: {line}" for line in comparison.skipped]
+    if comparison.unchecked:
+        lines.append(
+            f"read unchecked (stored without checksums): {', '.join(comparison.unchecked)}"
+        )
+    if comparison.unpublished:
+        lines.append(f"no published step time for: {'; '.join(comparison.unpublished)}")
+    return lines
 
 
 def as_csv(comparison: Comparison) -> str:
@@ -97,6 +111,9 @@ def as_json(comparison: Comparison) -> str:
         "regressions": comparison.regressions,
         "keys": keys,
         "provenance": comparison.provenance,
+        "skipped": comparison.skipped,
+        "unchecked": comparison.unchecked,
+        "unpublished": comparison.unpublished,
     }
     return json.dumps(data, indent=2) + "\n"
 
@@ -109,7 +126,8 @@ def as_html(comparison: Comparison) -> str:
         colour = VERDICT_COLOURS.get(str(row["verdict"]), "#ffffff")
         cells = "".join(f"<td>{esc(_cell(c, row[c]))}</td>" for c in _SHOWN)
         body.append(f'<tr style="background:{colour}">{cells}</tr>')
-    prov = "".join(f"<li>{esc(line.strip())}</li>" for line in _provenance_lines(comparison))
+    notes = [*_check_lines(comparison), *_provenance_lines(comparison)]
+    prov = "".join(f"<li>{esc(line.strip())}</li>" for line in notes)
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>llmbench compare {esc(comparison.a)} {esc(comparison.b)}</title>"

@@ -70,7 +70,7 @@ def parse_selector(text: str) -> Selector:
             raise ConfigError(f"{text!r}: {key} given twice or empty; allowed: {ALLOWED}")
         terms[key] = value
     sweep = terms.get("sweep")
-    if sweep is not None and not (SWEEP_ID_RE.match(sweep) or _LATEST_RE.match(sweep)):
+    if sweep is not None and not (SWEEP_ID_RE.fullmatch(sweep) or _LATEST_RE.fullmatch(sweep)):
         raise ConfigError(
             f"{text!r}: {sweep!r} is not a sweep id; allowed: an id such as "
             "20250301T101500Z-3fa2c1 (`llmbench history list`), latest or latest~N"

@@ -7,10 +7,12 @@
 Every sweep writes only into its own folder (the sweep id is unique), so several writers
 on one shared file system need no lock. Each file is written under a temporary name and
 then linked to its final name, which fails instead of replacing an existing file: nothing
-is ever rewritten. ``sweep.parquet`` is written last and marks the sweep as complete;
-adding a sweep again is a no-op (its tables' sha256 are in the record), and a sweep left
-half-written by a crash is completed. On object storage (a URL pyarrow.fs opens: s3://,
-gs://, hdfs://) each object is put whole, which is atomic there.
+is ever rewritten. ``sweep.parquet`` is written last and marks the sweep as complete; it
+holds the sha256 of the other two stored files and of itself (``llmbench.history.checked``),
+which every read checks. Adding a sweep again is a no-op (its tables' sha256 are in the
+record); a sweep left half-written by a crash is completed when the files already there
+hold the same tables, and refused when they do not. On object storage (a URL pyarrow.fs
+opens: s3://, gs://, hdfs://) each object is put whole, which is atomic there.
 
 Every table carries ``schema_version``; readers unify tables by column name, so a column
 added later reads as null in older sweeps (docs/history.md).
@@ -18,26 +20,39 @@ added later reads as null in older sweeps (docs/history.md).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from llmbench.atomic import write_json_atomic
 from llmbench.errors import ConfigError
+from llmbench.history.checked import (
+    CHECKSUM_FIELDS,
+    FILE_SHA256,
+    RECORD_SHA256,
+    DamagedFile,
+    StoreUnreachable,
+    check_record,
+    first_line,
+    read_parquet,
+    record_sha256,
+    sha256_hex,
+    stored_bytes,
+)
 from llmbench.history.sweep import RECORD_FIELDS, SCHEMA_VERSION, SWEEP_FILE, read_sweep
+from llmbench.regular_file import read_regular, why_unreadable
 
 TABLES = ("steps", "runs", "sweep")
 """In writing order: ``sweep`` last, the commit marker."""
@@ -50,10 +65,17 @@ _COUNTS = ("schema_version", "runs", "steps")
 SWEEP_SCHEMA = pa.schema(
     [
         (name, pa.int64() if name in _COUNTS else pa.string())
-        for name in (*RECORD_FIELDS, "runs_sha256", "steps_sha256", "runs", "steps")
+        for name in (
+            *RECORD_FIELDS, "runs_sha256", "steps_sha256", "runs", "steps", *CHECKSUM_FIELDS,
+        )
     ]
-)
+)  # fmt: skip
 """Typed, so that a field null in one sweep (no venv) and set in another reads as one."""
+BUCKET_SCHEMES = ("s3", "gs", "gcs")
+CREDENTIALS_FROM = (
+    "s3:// reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), gs:// "
+    "GOOGLE_APPLICATION_CREDENTIALS"
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,29 @@ class History:
         return "/".join([self.root.rstrip("/"), *parts])
 
 
+def _check_url(where: str) -> None:
+    """What pyarrow would accept but must not be: credentials inside the URL (they would
+    be echoed and stored with the sweep's notes), a bucket URL without a bucket (it lists
+    every bucket of the account), an option without a value."""
+    parts = urlsplit(where)
+    if "@" in parts.netloc:
+        shown = re.sub(r"//[^/?#]*@", "//<credentials>@", where)
+        raise ConfigError(
+            f"history: {shown!r} holds credentials; allowed: the URL without them, the "
+            f"credentials in the environment ({CREDENTIALS_FROM})"
+        )
+    if parts.scheme in BUCKET_SCHEMES and not parts.netloc:
+        raise ConfigError(
+            f"history: {where!r} names no bucket; allowed: {parts.scheme}://BUCKET/PREFIX"
+        )
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if not value.strip():
+            raise ConfigError(
+                f"history: {where!r}: option {key!r} has no value; allowed: {key}=VALUE, "
+                f"or no {key} option"
+            )
+
+
 def open_history(location: str | os.PathLike[str]) -> History:
     """A folder, or a URL pyarrow.fs understands (file://, s3://, gs://, hdfs://...)."""
     where = str(location)
@@ -79,11 +124,12 @@ def open_history(location: str | os.PathLike[str]) -> History:
         raise ConfigError("history: an empty location; allowed: a folder or a URL")
     if "://" not in where:
         return History(pafs.LocalFileSystem(), str(Path(where).resolve()), where)
+    _check_url(where)
     try:
         fs, root = pafs.FileSystem.from_uri(where)
     except (pa.ArrowException, ValueError, OSError) as exc:
         raise ConfigError(
-            f"history: {where!r} cannot be opened ({str(exc).splitlines()[0]}); allowed: a "
+            f"history: {where!r} cannot be opened ({first_line(exc)}); allowed: a "
             "folder, or a URL pyarrow.fs supports (file://, s3://, gs://, hdfs://)"
         ) from None
     return History(fs, root.rstrip("/"), where)
@@ -96,17 +142,27 @@ def sweep_dir(cluster: str, date: str, sweep_id: str) -> str:
 # --- listing ---------------------------------------------------------------------------
 
 
+def _unreachable(history: History, err: BaseException) -> StoreUnreachable:
+    return StoreUnreachable(
+        f"history {history.where!r} cannot be read ({first_line(err)}); allowed: a folder "
+        "this user can read, or a store that answers (endpoint, network, credentials)"
+    )
+
+
 def _files(history: History) -> list[tuple[str, str, str, str]]:
     """(cluster, date, sweep, file name) of every file in the dataset, one listing call."""
-    info = history.fs.get_file_info(history.root)
-    if info.type == pafs.FileType.NotFound:
-        return []
-    if info.type != pafs.FileType.Directory:
-        raise ConfigError(f"history: {history.where!r} is a file; allowed: a folder or a URL")
-    selector = pafs.FileSelector(history.root, recursive=True)
+    try:
+        info = history.fs.get_file_info(history.root)
+        if info.type == pafs.FileType.NotFound:
+            return []
+        if info.type != pafs.FileType.Directory:
+            raise ConfigError(f"history: {history.where!r} is a file; allowed: a folder or a URL")
+        entries = history.fs.get_file_info(pafs.FileSelector(history.root, recursive=True))
+    except (OSError, pa.ArrowException) as err:
+        raise _unreachable(history, err) from None
     prefix = history.root.rstrip("/") + "/"
     found = []
-    for entry in history.fs.get_file_info(selector):
+    for entry in entries:
         if entry.type != pafs.FileType.File or not entry.path.startswith(prefix):
             continue
         match = _SWEEP_PATH_RE.match(entry.path[len(prefix) :])
@@ -121,55 +177,6 @@ def sweep_index(history: History) -> pd.DataFrame:
     rows = {(c, d, s) for c, d, s, name in _files(history) if name == "sweep.parquet"}
     frame = pd.DataFrame(sorted(rows, key=lambda r: (r[2], r[0])), columns=[*PARTITIONS])
     return frame.rename(columns={"sweep": "sweep_id"}).astype("string")
-
-
-def _paths(history: History, sweeps: pd.DataFrame, table: str) -> list[str]:
-    return [
-        history.path(sweep_dir(c, d, s), f"{table}.parquet")
-        for c, d, s in sweeps[["cluster", "date", "sweep_id"]].itertuples(index=False)
-    ]
-
-
-def read_table(
-    history: History,
-    sweeps: pd.DataFrame,
-    table: str,
-    columns: Sequence[str] | None = None,
-    filter: ds.Expression | None = None,
-) -> pd.DataFrame:
-    """``table`` (runs, steps, sweep) of the given sweeps (rows of ``sweep_index``) with
-    the partition columns cluster, date and sweep. Columns are unified by name across
-    schema versions: one a sweep lacks reads as null."""
-    paths = _paths(history, sweeps, table)
-    if not paths:
-        return pd.DataFrame(columns=[*(columns or []), *PARTITIONS])
-    fragments = ds.dataset(paths, format="parquet", filesystem=history.fs)
-    schema = _unified_schema(fragments, columns)
-    dataset = ds.dataset(
-        paths,
-        schema=schema,
-        format="parquet",
-        filesystem=history.fs,
-        partitioning=ds.partitioning(PARTITION_SCHEMA, flavor="hive"),
-        partition_base_dir=history.root,
-    )
-    wanted = [*(columns or schema.names[: -len(PARTITIONS)])]
-    wanted += [p for p in PARTITIONS if p not in wanted]
-    return dataset.to_table(columns=wanted, filter=filter).to_pandas()
-
-
-def _unified_schema(dataset: ds.Dataset, columns: Sequence[str] | None) -> pa.Schema:
-    """Every fragment's columns merged by name, plus the partition columns. Only footers
-    are read, and only the first one when it has every column asked for."""
-    schema = dataset.schema
-    if columns is None or any(c not in schema.names for c in columns):
-        schema = pa.unify_schemas(
-            [f.physical_schema for f in dataset.get_fragments()], promote_options="permissive"
-        )
-        missing = [c for c in columns or [] if c not in schema.names and c not in PARTITIONS]
-        schema = pa.schema([*schema, *(pa.field(c, pa.string()) for c in missing)])
-    fields = [f for f in schema if f.name not in PARTITIONS]
-    return pa.schema([*fields, *PARTITION_SCHEMA])
 
 
 # --- adding a sweep --------------------------------------------------------------------
@@ -188,20 +195,39 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     return sink.getvalue()
 
 
+def _results_table(path: Path) -> tuple[bytes, pd.DataFrame]:
+    """A table of the results folder (bytes, frame), read as the history reads its own
+    files: one line naming the file when it is missing, not a regular file or not
+    Parquet."""
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path} does not exist; allowed: the results folder of a finished sweep"
+        ) from None
+    except OSError as err:
+        raise ConfigError(
+            f"{path}: cannot read ({why_unreadable(err)}); allowed: the table a finished "
+            "sweep wrote (run snakemake again)"
+        ) from None
+    try:
+        frame = read_parquet(data, str(path)).to_pandas()
+    except DamagedFile as err:
+        raise ConfigError(f"{err}; allowed: the table a finished sweep wrote (run snakemake "
+                          "again)") from None  # fmt: skip
+    return data, frame
+
+
 def _history_tables(results: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The record row (without the stored files' checksums) and the bytes to store."""
     tables = results / "tables"
     record = read_sweep(tables / SWEEP_FILE)
     blobs: dict[str, bytes] = {}
     digests = {}
     for name in ("runs", "steps"):
         path = tables / f"{name}.parquet"
-        if not path.is_file():
-            raise ConfigError(
-                f"{path} does not exist; allowed: the results folder of a finished sweep"
-            )
-        raw = path.read_bytes()
-        digests[f"{name}_sha256"] = hashlib.sha256(raw).hexdigest()
-        frame = pd.read_parquet(io.BytesIO(raw))
+        raw, frame = _results_table(path)
+        digests[f"{name}_sha256"] = sha256_hex(raw)
         if name == "runs" and "sweep_id" in frame.columns:
             stamped = set(frame["sweep_id"].dropna())
             if stamped - {record["sweep_id"]}:
@@ -214,16 +240,36 @@ def _history_tables(results: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         frame["schema_version"] = SCHEMA_VERSION
         blobs[name] = _parquet_bytes(frame)
     row = {
-        **{k: v for k, v in record.items() if k != "images"},
+        **{k: record[k] for k in RECORD_FIELDS if k != "images"},
         "images": json.dumps(record["images"], sort_keys=True),
         **digests,
         "runs": int(pq.ParquetFile(io.BytesIO(blobs["runs"])).metadata.num_rows),
         "steps": int(pq.ParquetFile(io.BytesIO(blobs["steps"])).metadata.num_rows),
     }
-    sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist([row], schema=SWEEP_SCHEMA), sink)
-    blobs["sweep"] = sink.getvalue()
     return row, blobs
+
+
+def _record_bytes(row: dict[str, Any]) -> bytes:
+    """``sweep.parquet``: the row with its own checksum (``checked.record_sha256``)."""
+    sealed = {name: row.get(name) for name in SWEEP_SCHEMA.names}
+    sealed[RECORD_SHA256] = record_sha256({k: v for k, v in sealed.items()})
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([sealed], schema=SWEEP_SCHEMA), sink)
+    return sink.getvalue()
+
+
+def _inside_root(history: History, folder: str) -> str:
+    """The sweep folder's path, checked to stay inside the history's root: the record's
+    fields are checked, and a link inside the history must not lead out of it either."""
+    target = history.path(folder)
+    if history.local:
+        root = Path(history.root).resolve()
+        if not Path(target).resolve().is_relative_to(root):
+            raise ConfigError(
+                f"history {history.where!r}: {folder} leads outside the history (through a "
+                "link); allowed: sweep folders inside the history's own folder"
+            )
+    return target
 
 
 def add_sweep(history: History, results: str | os.PathLike[str]) -> Added:
@@ -245,48 +291,93 @@ def add_sweep(history: History, results: str | os.PathLike[str]) -> Added:
             f"sweep {sweep_id} is already in the history under {elsewhere[0]}, not {folder}; "
             "allowed: the cluster and date it was added with (sweeps are never moved)"
         )
-    target = history.path(folder)
+    target = _inside_root(history, folder)
     marker = f"{target}/sweep.parquet"
-    if history.fs.get_file_info(marker).type == pafs.FileType.File:
-        _check_same(history, marker, row, sweep_id)
+    if _exists(history, marker):
+        _check_same(history, folder, row)
         return Added(sweep_id, target, False)
-    history.fs.create_dir(target, recursive=True)
-    for name in TABLES:
-        _put_new(history, f"{target}/{name}.parquet", blobs[name])
+    try:
+        history.fs.create_dir(target, recursive=True)
+        for name in ("steps", "runs"):
+            row[FILE_SHA256[name]] = _put_checked(history, folder, name, blobs[name], results)
+        _put_new(history, marker, _record_bytes(row))
+    except OSError as err:
+        raise ConfigError(
+            f"history {history.where!r}: cannot write {folder} ({first_line(err)}); allowed: "
+            "a history this user can write"
+        ) from None
     return Added(sweep_id, target, True)
 
 
-def _check_same(history: History, marker: str, row: dict[str, Any], sweep_id: str) -> None:
-    with history.fs.open_input_file(marker) as fh:
-        stored = pq.read_table(fh).to_pylist()[0]
+def _exists(history: History, path: str) -> bool:
+    try:
+        return history.fs.get_file_info(path).type != pafs.FileType.NotFound
+    except (OSError, pa.ArrowException) as err:
+        raise _unreachable(history, err) from None
+
+
+def _put_checked(history: History, folder: str, table: str, data: bytes, results: Path) -> str:
+    """Store one table file; the sha256 of the file that is there afterwards. A file
+    left by an earlier add that stopped half-way is kept when it holds the same table,
+    and refused (never sealed into a sweep) when it does not."""
+    name = f"{folder}/{table}.parquet"
+    path = history.path(name)
+    if _put_new(history, path, data):
+        return sha256_hex(data)
+    there = stored_bytes(history.fs, path, name)
+    if sha256_hex(there) == sha256_hex(data):
+        return sha256_hex(there)
+    try:
+        same = read_parquet(there, name).equals(read_parquet(data, name))
+        reason = "it holds other rows"
+    except DamagedFile as err:
+        same, reason = False, err.reason
+    if not same:
+        raise ConfigError(
+            f"history {history.where!r}: {name} was left by an earlier add that stopped "
+            f"half-way and is not the {table} table of {str(results)!r} ({reason}); allowed: "
+            f"remove the unlisted folder {folder} (it has no sweep.parquet) and add again"
+        )
+    return sha256_hex(there)
+
+
+def _check_same(history: History, folder: str, row: dict[str, Any]) -> None:
+    name = f"{folder}/sweep.parquet"
+    stored = read_parquet(stored_bytes(history.fs, history.path(name), name), name).to_pylist()
+    if len(stored) != 1:
+        raise DamagedFile(name, f"{len(stored)} rows; a sweep record has one")
+    check_record(stored[0], name)
     for key in ("runs_sha256", "steps_sha256"):
-        if stored.get(key) != row[key]:
+        if stored[0].get(key) != row[key]:
             raise ConfigError(
-                f"sweep {sweep_id} is already in the history with other {key[:-7]} tables; "
-                "allowed: adding the same tables again (a stored sweep is never rewritten)"
+                f"sweep {row['sweep_id']} is already in the history with other {key[:-7]} "
+                "tables; allowed: adding the same tables again (a stored sweep is never "
+                "rewritten)"
             )
 
 
-def _put_new(history: History, path: str, data: bytes) -> None:
-    """Create ``path`` with ``data`` unless it exists (then it is left as it is)."""
+def _put_new(history: History, path: str, data: bytes) -> bool:
+    """Create ``path`` with ``data`` unless it exists (then it is left as it is and the
+    answer is False)."""
     if history.local:
         final = Path(path)
         tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
             os.link(tmp, final)  # atomic, and refuses to replace a file
         except FileExistsError:
-            pass  # the same sweep's file, from an earlier try that stopped half-way
+            return False  # the same sweep's file, from an earlier try that stopped half-way
         finally:
-            tmp.unlink()
-        return
+            tmp.unlink(missing_ok=True)
+        return True
     if history.fs.get_file_info(path).type == pafs.FileType.File:
-        return
+        return False
     with history.fs.open_output_stream(path) as out:  # one PUT: atomic on object storage
         out.write(data)
+    return True
 
 
 def sweeps_in(history: History, sweep_ids: Iterable[str]) -> pd.DataFrame:

@@ -8,7 +8,7 @@ file) +- the tolerance, where the key has a reference.
 
 from __future__ import annotations
 
-import json
+import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -19,7 +19,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pyarrow.dataset as ds
 
-from llmbench.history.store import History, open_history, read_table, sweep_index
+from llmbench.history.read import SweepReader
+from llmbench.history.store import History, open_history, sweep_index
+from llmbench.history.sweep import read_sweep
 from llmbench.reference import REFERENCE_KEYS
 
 TREND_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
@@ -53,17 +55,22 @@ def per_sweep(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def trend_frame(
-    history: History, days: int | None = None, until: date | None = None
+    history: History,
+    days: int | None = None,
+    until: date | None = None,
+    reader: SweepReader | None = None,
 ) -> pd.DataFrame:
     """Step time per (cluster, sweep, key) over the ``days`` up to ``until`` (default: the
-    newest sweep's date), read from the history's runs tables."""
+    newest sweep's date), read from the history's runs tables; damaged sweeps are left
+    out (and kept in ``reader.skipped``)."""
+    reader = reader or SweepReader(history)
     index = sweep_index(history)
     if days is not None and len(index):
         last = until or date.fromisoformat(str(index["date"].max()))
         first = (last - timedelta(days=days - 1)).isoformat()
         index = index[(index["date"] >= first) & (index["date"] <= last.isoformat())]
     wanted = (ds.field("status") == "success") & (ds.field("variant") == "perf")
-    runs = read_table(history, index, "runs", TREND_COLUMNS, filter=wanted)
+    runs = reader.read(index, "runs", TREND_COLUMNS, filter=wanted)
     return per_sweep(runs)
 
 
@@ -118,13 +125,18 @@ def write_sweep_trends(
     out_dir: str | Path,
 ) -> list[Path]:
     """The report's trend plots: for every key of this sweep, its step time over the
-    history's sweeps of the last ``days`` (this sweep included even if not yet added)."""
-    sweep = json.loads(Path(sweep_path).read_text())
+    history's sweeps of the last ``days`` (this sweep included even if not yet added). A
+    damaged sweep of the history is left out, with a line on stderr (the job's log)."""
+    sweep = read_sweep(sweep_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     current = pd.read_parquet(runs_path).assign(cluster=sweep["cluster"])
     mine = per_sweep(current)
-    history = trend_frame(open_history(history_location), days, date.fromisoformat(sweep["date"]))
+    stored = open_history(history_location)
+    reader = SweepReader(stored)
+    history = trend_frame(stored, days, date.fromisoformat(sweep["date"]), reader)
+    for skipped in reader.skipped.values():
+        print(f"llmbench: warning: {skipped.line()}", file=sys.stderr)
     points = pd.concat(
         [history[~history["sweep_id"].eq(sweep["sweep_id"])], mine], ignore_index=True
     ).sort_values(["created_at", "cluster"], ignore_index=True)

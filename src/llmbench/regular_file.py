@@ -1,0 +1,66 @@
+"""Reading a file that must be a regular file. It is opened without blocking and checked
+before the first read: a named pipe with no writer would block ``open`` or ``read``
+forever, a device can be endless, and a folder is never what was meant."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_KINDS = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+}
+
+
+class NotRegularFile(OSError):
+    """``path`` exists but is not a regular file; ``strerror`` says what it is."""
+
+
+class TooLarge(OSError):
+    """A regular file larger than the reader allows."""
+
+
+def open_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> BinaryIO:
+    """``path`` opened for reading in binary mode, or ``NotRegularFile``/``TooLarge``
+    (both ``OSError``, as a missing or unreadable file is)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "a special file")
+            raise NotRegularFile(errno.EINVAL, f"not a regular file but {kind}", os.fspath(path))
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise TooLarge(
+                errno.EFBIG, f"{info.st_size} bytes, more than {max_bytes}", os.fspath(path)
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (``open_regular``)."""
+    with open_regular(path, max_bytes) as fh:
+        return fh.read()
+
+
+def why_unreadable(err: OSError) -> str:
+    """The reason an ``OSError`` of reading gives, without the path (callers name it)."""
+    return err.strerror or str(err) or type(err).__name__
+
+
+def is_regular(path: Path) -> bool:
+    """True for a regular file that is not behind a symbolic link."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
