@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,13 @@ def marked_sleep(started: list, attempt_dir: Path) -> subprocess.Popen:
         ["sleep", "300"], env={**os.environ, **attempt_mark(attempt_dir)}, start_new_session=True
     )
     started.append(proc)
+    # Popen returns once exec has begun, but the kernel shows the new environment (where
+    # the mark is) only when the program is loaded: under load, a scan right after Popen
+    # could read it empty.
+    deadline = time.monotonic() + 30
+    while ATTEMPT_ENV not in psutil.Process(proc.pid).environ():
+        assert time.monotonic() < deadline, "the marked process never showed its mark"
+        time.sleep(0.01)
     return proc
 
 
