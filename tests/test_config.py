@@ -159,9 +159,12 @@ NEMO_8B = {
 }
 
 
-def test_enroot_needs_a_real_image_where_the_spec_names_none() -> None:
-    message = error_of({"sweeps": [NEMO_8B], "container": "enroot"})
-    assert "images.llama3.1-nemo is not set" in message and "namespace/name:tag" in message
+def test_enroot_runs_the_reference_image_unless_the_config_names_another() -> None:
+    (spec,) = run_specs(validate_config({"sweeps": [NEMO_8B], "container": "enroot"}))
+    assert spec.image == "nvcr.io/nvidia/nemo:25.02.01"  # llama3.1/setup.sh@v25.04.02 L34
+    message = error_of({"sweeps": [NEMO_8B], "container": "enroot", "images": {
+        "llama3.1-nemo": "nemo:latest tag"}})  # fmt: skip
+    assert "images.llama3.1-nemo" in message and "namespace/name:tag" in message
     cfg = validate_config(
         {
             "sweeps": [NEMO_8B],

@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "stage",
         "plan",
         "catalog.parity",
+        "catalog.parity_doc",
         "value_checks",
     ),
     # 2: launchers and outside systems (one module each), the processes they run

@@ -35,7 +35,7 @@ def nemo_log(path, step_time_s: float, steps: int = 50) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
+def sweep_table(tmp_path, step_time_for, **config) -> pd.DataFrame:
     from llmbench.parsers import parse_log
 
     cfg = validate_config(
@@ -48,7 +48,8 @@ def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
                     "gpu_type": "h100",
                     "scales": SCALES,
                 }
-            ]
+            ],
+            **config,
         }
     )
     parts = []
@@ -68,6 +69,29 @@ def sweep_table(tmp_path, step_time_for) -> pd.DataFrame:
         summary = parse_log(log, expected_steps=spec.steps).summary.as_dict()
         parts.append((record, summary, Peak(989e12, "datasheet")))
     return runs_table_from_records(parts, 1e12)
+
+
+@pytest.mark.parametrize(
+    ("config", "reference_stack"),
+    [
+        ({"container": "enroot"}, True),  # the reference's image
+        ({"container": "enroot", "images": {"llama3.1-nemo": "site/nemo:26.01"}}, False),
+        ({}, False),  # no container: a Python environment
+    ],
+)
+def test_the_verdict_says_when_the_stack_is_not_the_references(
+    tmp_path, config, reference_stack
+) -> None:
+    runs = compare(sweep_table(tmp_path, published_8b_bf16().__getitem__, **config),
+                   builtin_references())  # fmt: skip
+    assert runs["reference_stack"].tolist() == [reference_stack] * len(SCALES)
+    assert (runs["verdict"] == "within").all()
+    other = runs["reference_source"].str.endswith("not the reference's software stack "
+                                                  "(reference_stack false: see image)")  # fmt: skip
+    assert other.tolist() == [not reference_stack] * len(SCALES)
+    image = "site/nemo:26.01" if "images" in config else "nvcr.io/nvidia/nemo:25.02.01"
+    images = runs["image"].astype(object).where(runs["image"].notna(), None).tolist()
+    assert images == [image if config else None] * len(SCALES)
 
 
 def test_published_step_times_are_within(tmp_path) -> None:

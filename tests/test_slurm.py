@@ -32,7 +32,9 @@ def test_gpu_job_has_one_task_per_gpu_through_srun(gpu_type: str) -> None:
     assert res["cpus_per_task"] == -1 and res["mem_mb"] == 0
     assert res["slurm_extra"].endswith("--exclusive")
     assert res["runtime"] == job_time_min(spec.limits) > spec.limits.time_limit_s / 60
-    assert res["slurm_extra"] == "'--reservation=r 1' --exclusive"
+    # GB300 (4-GPU NVL72 nodes), 32 nodes: the reference's rack segment of 16 nodes
+    segment = " --segment=16" if gpu_type == "gb300" else ""
+    assert res["slurm_extra"] == f"'--reservation=r 1'{segment} --exclusive"
 
 
 def test_one_gpu_per_node_asks_for_tasks_without_mpi() -> None:

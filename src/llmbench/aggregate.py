@@ -25,7 +25,8 @@ first two for a handful of runs.
   deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
   (within | faster | slower | no_reference; null when the run has no step time)
 - provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
-  tables), started_at, finished_at (UTC), duration_s, host, nodelist, image, git_sha,
+  tables), started_at, finished_at (UTC), duration_s, host, nodelist, image (the one the ranks
+  ran in), reference_stack (that image is the spec document's reference image), git_sha,
   llmbench_version, python_version, torch_version, transformers_version, slurm_job_id,
   cluster_type (local | slurm | kubernetes), workload_id (the platform's id: Slurm job,
   namespace/name of a Kubernetes workload), log_path
@@ -126,6 +127,7 @@ RUN_DTYPES: dict[str, str] = {
     "host": "string",
     "nodelist": "string",
     "image": "string",
+    "reference_stack": "boolean",
     "git_sha": "string",
     "llmbench_version": "string",
     "python_version": "string",
@@ -208,7 +210,8 @@ SPEC_COLUMNS = (
     "seq_len", "micro_batch_size", "global_batch_size",
     "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
     "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
-    "finished_at", "host", "nodelist", "image", "git_sha", "llmbench_version", "python_version",
+    "finished_at", "host", "nodelist", "image", "reference_stack", "git_sha", "llmbench_version",
+    "python_version",
     "torch_version", "transformers_version", "slurm_job_id", "cluster_type", "workload_id",
     "log_path",
 )  # fmt: skip
@@ -275,7 +278,14 @@ def spec_columns(
     cols["finished_at"] = [rec["finished_at"] for rec in records]
     cols["host"] = [prov.get("host") for prov in provs]
     cols["nodelist"] = list(nodelists)
-    cols["image"] = [spec.get("image") for spec in specs]
+    stacks = [(spec.get("parity") or {}).get("stack") for spec in specs]
+    # the image the ranks ran in (none in a Python environment); whether it is the one the
+    # reference ran the spec document in (null without a reference)
+    cols["image"] = [
+        (stack["image"] or None) if stack else spec.get("image") or None
+        for spec, stack in zip(specs, stacks, strict=True)
+    ]
+    cols["reference_stack"] = [stack["reference_stack"] if stack else None for stack in stacks]
     for key in ("git_sha", "llmbench_version", "python_version", "torch_version",
                 "transformers_version", "slurm_job_id"):  # fmt: skip
         cols[key] = [prov.get(key) for prov in provs]

@@ -20,7 +20,7 @@ import jsonschema
 
 from llmbench.catalog import load_catalog
 from llmbench.catalog.load import parse_package_yaml
-from llmbench.catalog.parity import built_vocab, resolve_parity
+from llmbench.catalog.parity import built_vocab, reference_image, resolve_parity
 from llmbench.embedded import workload as tiny
 from llmbench.errors import ConfigError, LaunchError, one_line
 from llmbench.images import parse_image
@@ -28,7 +28,13 @@ from llmbench.limits import RunLimits, resolve_limits
 from llmbench.profiling import default_profile, parse_ranks
 from llmbench.runspec import ModelFields, Parallelism, ProfileSettings, RunSpec
 from llmbench.stage import checkpoint_source, needs_venv, venv_requirements_path
-from llmbench.value_checks import check_credentials, check_platform_runs, check_values, dotted_key
+from llmbench.value_checks import (
+    PLATFORM_LAUNCHERS,
+    check_credentials,
+    check_platform_runs,
+    check_values,
+    dotted_key,
+)
 from llmbench.yamlfile import read_yaml_file
 
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
@@ -442,20 +448,11 @@ def _resolve_catalog(
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
     shape = row.model_shape
-    image = config["images"].get(row.workload) or catalog.image(row.workload)
-    if config["container"] == "enroot":
-        if (
-            row.workload not in config["images"]
-            and catalog.workload(row.workload).image_is_placeholder
-        ):
-            raise ConfigError(
-                f"{where}: images.{row.workload} is not set and the spec names no image tag "
-                "for this workload; allowed: a [registry/]namespace/name:tag reference"
-            )
-        try:
-            parse_image(image)
-        except LaunchError as err:
-            raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
+    image = _image(config, row.workload, row.source, row.gpu_type)
+    try:
+        parse_image(image)
+    except LaunchError as err:
+        raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
     # the row's columns of the same names (Parallelism lists them, in the row's order)
     parallelism = Parallelism(**{key: getattr(row, key) for key in Parallelism.__annotations__})
     gpus_per_node = catalog.gpu(row.gpu_type).gpus_per_node
@@ -468,6 +465,9 @@ def _resolve_catalog(
         nodes=row.nodes,
         gpus_per_node=gpus_per_node,
         parallelism=parallelism,
+        launcher=config["launcher"],
+        image=image,
+        in_image=config["container"] == "enroot" or config["launcher"] in PLATFORM_LAUNCHERS,
     )
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
@@ -499,6 +499,16 @@ def _resolve_catalog(
         limits=_limits(config, sweep, row.framework, size, variant),
         parity=parity,
     )
+
+
+def _image(config: Mapping[str, Any], workload: str, document: str, gpu_type: str) -> str:
+    """The image a catalog run's ranks run in: a platform's site image (``kubernetes.image``,
+    ``runai.image``), else the config's ``images`` entry for the workload, else the image
+    the reference runs the document in on that GPU type (``catalog/parity.yaml``)."""
+    site = config.get(config["launcher"]) or {}
+    if config["launcher"] in PLATFORM_LAUNCHERS and site.get("image"):
+        return str(site["image"])
+    return config["images"].get(workload) or reference_image(workload, document, gpu_type) or ""
 
 
 def _limits(

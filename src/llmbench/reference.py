@@ -12,7 +12,9 @@ Judgement, with ``deviation_pct = (measured - reference) / reference * 100``:
 - ``slower``: deviation > +tolerance * 100
 - ``no_reference``: no reference for the run's key
 A run without a measured step time (not a success), or with an implausible one (MFU above
-100 %, the runs table's ``implausible`` column), has a null verdict and deviation.
+100 %, the runs table's ``implausible`` column), has a null verdict and deviation. A run
+whose ranks ran in another image than the reference's (the runs table's ``reference_stack``
+false) is judged too, and its ``reference_source`` says that the software stack differs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
 COMPARE_COLUMNS = ("reference_step_time_s", "reference_source", "deviation_pct", "verdict")
 VERDICTS = ("within", "faster", "slower", "no_reference")
+OTHER_STACK = "not the reference's software stack (reference_stack false: see image)"
+"""Added to ``reference_source`` where the run's image is not the reference's."""
 COMPARE_DTYPES = {
     "reference_step_time_s": "float64",
     "reference_source": "string",
@@ -151,6 +155,9 @@ def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.0
     ref_src = np.full(len(out), None, dtype=object)
     ref_t[found] = lookup["step_time_s"].to_numpy(float)[pos[found]]
     ref_src[found] = lookup["source"].to_numpy(object)[pos[found]]
+    if "reference_stack" in out.columns:
+        other = found & out["reference_stack"].eq(False).fillna(False).to_numpy(bool)
+        ref_src[other] = [f"{source}; {OTHER_STACK}" for source in ref_src[other]]
     measured = pd.to_numeric(out["step_time_mean_s"], errors="coerce").to_numpy(float)
     measured_ok = np.isfinite(measured) & (measured > 0)
     if "status" in out.columns:

@@ -40,6 +40,7 @@ REFERENCE_HTML_COLUMNS = (
     "reference_step_time_s",
     "deviation_pct",
     "verdict",
+    "reference_stack",
     "reference_source",
 )
 FAILURE_HTML_COLUMNS = (
@@ -199,7 +200,9 @@ def references_html(runs: pd.DataFrame, tolerance: float) -> str:
         "deviation = (measured &minus; reference) / reference &times; 100; verdict within "
         f"&plusmn;{100 * tolerance:g}%, faster / slower beyond it, no_reference where no "
         "published or user reference has the run's (workload, size, dtype, GPU type, GPUs, "
-        "scaling); empty where the run has no step time.",
+        "scaling); empty where the run has no step time. reference_stack false: the run's "
+        "image is not the one the reference ran, so the comparison includes the software "
+        "stack.",
         row_class="verdict",
     )
 

@@ -40,6 +40,7 @@ from llmbench.telemetry.run import TelemetrySettings, runner_samples, sampling
 
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
+LAUNCH_FILE = "launch.sh"
 JOB_FILE = "job.json"
 
 
@@ -73,6 +74,18 @@ def new_attempt_dir(run_dir: Path) -> tuple[int, Path]:
             return number, path
         except FileExistsError:
             number += 1
+
+
+def write_launch_files(spec: RunSpec, folder: Path, attempt: int) -> list[str]:
+    """What an attempt runs, written into ``folder``: ``run_spec.json``, ``launch.sh`` and
+    the platform's files (manifest, payload). Returns the file names, in that order.
+    ``llmbench render`` writes the same files without running anything."""
+    files = {SPEC_FILE: spec.to_json() + "\n", LAUNCH_FILE: render_launch_script(spec)}
+    files.update(platform_files(spec, attempt))
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    (folder / LAUNCH_FILE).chmod(0o755)
+    return list(files)
 
 
 def _step_tasks(job_id: str | None) -> Callable[[], list[int]] | None:
@@ -152,12 +165,8 @@ def run_attempt(
         attempt_dir / JOB_FILE,
         {"slurm_job_id": job_id, "nodelist": job_nodelist(job_id), "started_at": _now()},
     )
-    (attempt_dir / SPEC_FILE).write_text(spec.to_json() + "\n")
-    launch = attempt_dir / "launch.sh"
-    launch.write_text(render_launch_script(spec))
-    launch.chmod(0o755)
-    for name, text in platform_files(spec, number).items():
-        (attempt_dir / name).write_text(text)
+    write_launch_files(spec, attempt_dir, number)
+    launch = attempt_dir / LAUNCH_FILE
     launch_env = {
         **os.environ,
         "LLMBENCH_PYTHON": sys.executable,  # the stage venv's, when ``env`` names it
@@ -196,7 +205,7 @@ def run_attempt(
         "attempt": number,
         "attempt_dir": attempt_dir.name,
         "log": f"{attempt_dir.name}/{LOG_FILE}",
-        "launch_script": f"{attempt_dir.name}/launch.sh",
+        "launch_script": f"{attempt_dir.name}/{LAUNCH_FILE}",
         "started_at": started,
         "finished_at": _now(),
         "exit_code": outcome.exit_code,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -25,8 +26,29 @@ GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9][a-z0-9-]*_(?:weak|strong)"
 def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
     """``{name: value}`` of one kind of a run's reference settings (``RunSpec.parity``), in
     the data's order. Here, not in the catalog: entry points run inside a container with
-    the standard library only."""
-    return {s["name"]: s["value"] for s in parity.get("settings", []) if s["kind"] == kind}
+    the standard library only. A setting still marked ``requires`` waits for the
+    container's framework versions (``llmbench.entrypoints.common.decide_requirements``)."""
+    return {
+        s["name"]: s["value"]
+        for s in parity.get("settings", [])
+        if s["kind"] == kind and "requires" not in s
+    }
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """The leading release numbers of a version string: ``"0.15.3rc1"`` -> (0, 15, 3)."""
+    match = re.match(r"\d+(?:\.\d+)*", version.strip())
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+def meets_requirement(version: str, requirement: str) -> bool:
+    """``requirement`` is ``>=X.Y`` or ``<X.Y`` (parity.yaml ``requires``), compared on the
+    release numbers (``0.15.0rc1`` counts as 0.15.0)."""
+    op, bound = (">=", requirement[2:]) if requirement.startswith(">=") else ("<", requirement[1:])
+    have, want = version_numbers(version), version_numbers(bound)
+    width = max(len(have), len(want))
+    have, want = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+    return have >= want if op == ">=" else have < want
 
 
 class Parallelism(TypedDict, total=False):

@@ -14,6 +14,7 @@ from typing import Any
 
 from llmbench.catalog import load_catalog
 from llmbench.disk_space import free_bytes as free_bytes  # the stage's free space
+from llmbench.errors import LaunchError
 from llmbench.images import sqsh_name
 from llmbench.runspec import RunSpec
 
@@ -44,7 +45,11 @@ def image_import(spec: RunSpec) -> ImageImport | None:
     """The import a run's launch needs; None when it runs without a container."""
     if spec.container != "enroot":
         return None
-    return ImageImport(spec.image or load_catalog().image(spec.workload), image_arch(spec))
+    if not spec.image:
+        raise LaunchError(
+            f"run {spec.run_id}: container enroot and no image; allowed: images.{spec.workload}"
+        )
+    return ImageImport(spec.image, image_arch(spec))
 
 
 def image_imports(specs: Iterable[RunSpec]) -> dict[str, ImageImport]:

@@ -4,8 +4,10 @@ LLMBENCH_UPDATE_GOLDEN=1 pytest tests/kubernetes"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +15,12 @@ import jsonschema
 import pytest
 import yaml
 
+from llmbench.catalog.parity import resolve_parity
 from llmbench.config import run_specs, validate_config
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
 from llmbench.launch.script import render_launch_script
 from llmbench.runspec import RunSpec
-from tests.launch.cases import EXAMPLE_IMAGES
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -72,7 +74,6 @@ def spec_340b(api: str) -> RunSpec:
                     "scales": [256],
                 }
             ],
-            "images": EXAMPLE_IMAGES,
             "launcher": "kubernetes",
             "kubernetes": {**SITE, "api": api},
         }
@@ -95,7 +96,33 @@ def test_340b_256_gpu_manifest_matches_golden_and_schema(api: str) -> None:
     validate(manifest)
     labels = manifest["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/queue-name"] == "h100-queue"
-    assert "nvidia/nemo:25.07" in text and "256Gi" in text and "bench-workspace" in text
+    assert "nvcr.io/nvidia/nemo:25.09.00" in text  # the reference's image for H100
+    assert "256Gi" in text and "bench-workspace" in text
+
+
+def _container(manifest: dict[str, Any]) -> dict[str, Any]:
+    if manifest["kind"] == "TrainJob":
+        return manifest["spec"]["trainer"]
+    return manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("api", ["trainjob", "pytorchjob"])
+def test_pods_carry_the_reference_environment_srun_ranks_get(api: str) -> None:
+    spec = spec_340b(api)
+    manifest = render_manifest(spec, KubernetesSite.from_config(spec.platform), attempt=1)
+    env = {e["name"]: e["value"] for e in _container(manifest)["env"]}
+    assert json.loads(env.pop("LLMBENCH_RUN_SPEC")) == spec.to_dict()
+    # the same list srun's ranks get: Kubernetes has no executor of its own in the
+    # reference, so the pods get the Slurm executor's environment
+    srun_spec = dataclasses.replace(spec, launcher="srun", parity=resolve_parity(
+        spec.workload, spec.model["source"], size=spec.size, dtype=spec.dtype,
+        gpu_type=spec.gpu_type, nodes=spec.nodes, gpus_per_node=spec.gpus_per_node,
+        parallelism=spec.parallelism, launcher="srun", image=spec.image))  # fmt: skip
+    exported = dict(re.findall(r"^export (\w+)=(\S*)$", render_launch_script(srun_spec), re.M))
+    assert env == {k: v for k, v in exported.items() if not k.startswith("MASTER_")}
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1" and env["NEMO_LOG_MEMORY_USAGE"] == "1"
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert "OMP_NUM_THREADS" not in json.dumps(manifest)  # torchrun's own default
 
 
 def test_pytorchjob_has_one_master_and_31_workers() -> None:

@@ -9,7 +9,6 @@ from llmbench import kubernetes_names as k8s
 from llmbench.catalog import load_catalog
 from llmbench.config import check_config
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest
-from tests.launch.cases import EXAMPLE_IMAGES
 
 SUBDOMAIN_253 = ".".join(["a" * 63] * 3 + ["b" * 61])
 
@@ -67,7 +66,6 @@ def catalog_sweeps() -> list[dict]:
 def test_every_name_and_label_llmbench_writes_is_one_kubernetes_accepts() -> None:
     config = {
         "sweeps": catalog_sweeps(),
-        "images": EXAMPLE_IMAGES,
         "launcher": "kubernetes",
         "kubernetes": {"queue": "h100-queue"},
     }

@@ -17,7 +17,6 @@ from llmbench.launch.script import render_launch_script
 from llmbench.parsers import parse_log
 from llmbench.runspec import RunSpec
 from tests.kubernetes.standin_apiserver import RUNAI_PROJECT, StandInApiServer
-from tests.launch.cases import EXAMPLE_IMAGES
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("LLMBENCH_UPDATE_GOLDEN") == "1"
@@ -31,9 +30,7 @@ def site(base_url: str = "https://runai.example.com/api/v1", **extra: object) ->
 
 
 def spec_for(sweep: dict, runai: dict, **top: object) -> RunSpec:
-    config = validate_config(
-        {"sweeps": [sweep], "images": EXAMPLE_IMAGES, "launcher": "runai", "runai": runai, **top}
-    )
+    config = validate_config({"sweeps": [sweep], "launcher": "runai", "runai": runai, **top})
     (spec,) = run_specs(config)
     check_platforms([spec], source="config")  # as the workflow and `llmbench plan` do
     return spec
@@ -55,6 +52,22 @@ def test_340b_256_gpu_payload_matches_golden() -> None:
     assert payload["storage"]["pvc"][0]["claimName"] == "nemo2-workspace-project"
     launch = render_launch_script(spec)
     assert "LLMB_TEST_RUNAI_SECRET" in launch and "--secret-env" in launch
+    # The reference's Run:ai executor: its env (executors.py@1f422a1 L168-176) and
+    # PerfEnvPlugin's; the Slurm executor's allocator setting is not among them.
+    env = {e["name"]: e["value"] for e in payload["environmentVariables"]}
+    assert json.loads(env.pop("LLMBENCH_RUN_SPEC")) == spec.to_dict()
+    assert env == {
+        "TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "NCCL_NVLS_ENABLE": "0",
+        "NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "1", "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "False", "NEMO_LOG_MEMORY_USAGE": "1",
+        "TORCH_NCCL_HIGH_PRIORITY": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+        "NVTE_FWD_LAYERNORM_SM_MARGIN": "16", "NVTE_BWD_LAYERNORM_SM_MARGIN": "16",
+        "NCCL_P2P_NET_CHUNKSIZE": "2097152",
+    }  # fmt: skip
+    assert spec.image == payload["image"] == "nvcr.io/nvidia/nemo:25.09.00"
+    assert spec.parity["stack"]["reference_stack"] is True
+    site_image = spec_for(sweep, site(image="example/llmbench:test"))
+    assert site_image.parity["stack"]["reference_stack"] is False
 
 
 def test_missing_site_values_fail_in_one_line_before_submission() -> None:

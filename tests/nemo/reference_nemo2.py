@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from llmbench.entrypoints import nemo2
-from llmbench.entrypoints.common import EntryOptions, read_spec
+from llmbench.entrypoints.common import EntryOptions, decide_requirements, read_spec
 
 HF_LLAMA3_VOCAB = 128256
 """len(AutoTokenizer('meta-llama/Meta-Llama-3-8B')): the reference's Llama tokenizer."""
@@ -66,7 +66,9 @@ def reference_recipe(spec: Any) -> tuple[Any, int]:
     recipe.trainer.limit_val_batches = 0.0
     recipe.trainer.enable_checkpointing = False
     recipe.data.micro_batch_size, recipe.data.global_batch_size = mbs, gbs
-    recipe.data.num_train_samples = steps * gbs * (mbs if llama else 1)
+    # pretrain_llama31.py L125, pretrain_nemotron4_*.py@d2b2155 L75/L77: x MBS (older
+    # documents); helpers.py@1f422a1 L395-396: steps x GBS (the newer 340B document)
+    recipe.data.num_train_samples = steps * gbs * (1 if newer else mbs)
     strategy = recipe.trainer.strategy
     strategy.tensor_model_parallel_size = tp
     strategy.pipeline_model_parallel_size = pp
@@ -101,7 +103,14 @@ def reference_recipe(spec: Any) -> tuple[Any, int]:
         callback.tp_comm_overlap_cfg = fdl.cast(
             run.Config, fdl_dc.convert_dataclasses_to_configs(cfg)
         )
+    if newer and spec.gpu_type in ("b200", "gb200"):  # pretrain_nemotron4_340b.py L114-122
+        cfg = getattr(ub, f"userbuffers_{spec.dtype}_b200_h18432_tp8_mbs1_seqlen4096")
+        callback.tp_comm_overlap_cfg = fdl.cast(
+            run.Config, fdl_dc.convert_dataclasses_to_configs(cfg)
+        )
     if newer and blackwell:  # launch.sh L107,118: CUDA graphs on Blackwell
+        # enable_cuda_graph in the reference's Megatron-Core (0.13/0.14); this venv's 0.15
+        # spells the same switch cuda_graph_impl="local"
         recipe.model.config.cuda_graph_impl = "local"
         strategy.use_te_rng_tracker = True
     else:
@@ -160,7 +169,8 @@ def built_vocab(recipe: Any, tokenizer_vocab: int) -> int:
 def ours(spec: Any) -> tuple[Any, int]:
     import fiddle as fdl
 
-    recipe = nemo2.build_recipe(nemo2.plan(EntryOptions(spec)))
+    # as the entry point's argument parsing does in the rank's environment
+    recipe = nemo2.build_recipe(nemo2.plan(EntryOptions(decide_requirements(spec))))
     tokenizer = recipe.data.tokenizer
     vocab = fdl.build(tokenizer).vocab_size if tokenizer is not None else -1
     return recipe, vocab

@@ -19,11 +19,7 @@ import pytest
 from llmbench.aggregate import model_flops
 from llmbench.catalog import load_catalog
 from llmbench.flops import ModelShape, model_flops_per_sample
-from tests.nemo.test_nemo_recipes import (  # noqa: F401 (nemo_python: a fixture)
-    catalog_specs,
-    nemo_env,
-    nemo_python,
-)
+from tests.nemo.test_nemo_recipes import catalog_specs, nemo_env
 
 pytestmark = pytest.mark.nemo
 
@@ -53,7 +49,7 @@ def _setting_names() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def compared(nemo_python, tmp_path_factory):  # noqa: F811
+def compared(nemo_python, tmp_path_factory):
     folder = tmp_path_factory.mktemp("nemo-parity")
     specs = {s.run_id: s for s in catalog_specs()}
     cases = []

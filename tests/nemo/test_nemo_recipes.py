@@ -1,14 +1,14 @@
 """Every NeMo 2 catalog row's recipe, built and checked by the real NeMo toolkit on a CPU.
 
 The venv comes from ``envs/venv-nemo2.txt`` through ``llmbench.venv.build_venv`` (the
-code the workflow's venv rule runs) and is reused while its requirements are unchanged.
-It is ~3 GB, so the test runs in CI (``CI=true``) or with ``LLMBENCH_NEMO=1``.
+code the workflow's venv rule runs; tests/nemo/conftest.py) and is reused while its
+requirements are unchanged. It is ~3 GB, so the test runs in CI (``CI=true``) or with
+``LLMBENCH_NEMO=1``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import os
@@ -23,8 +23,6 @@ from llmbench.config import run_specs, validate_config
 from llmbench.launch.shell import join
 from llmbench.launch.variants import variant_parts
 from llmbench.runspec import RunSpec
-from llmbench.stage import VENV_MARKER
-from llmbench.venv import build_venv
 
 pytestmark = pytest.mark.nemo
 
@@ -32,20 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 REQUIREMENTS = REPO / "envs" / "venv-nemo2.txt"
 CHECKER = Path(__file__).with_name("check_recipes.py")
 WORKLOADS = ("llama3.1-nemo", "nemotron4-nemo")
-
-
-@pytest.fixture(scope="session")
-def nemo_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if os.environ.get("CI") != "true" and os.environ.get("LLMBENCH_NEMO") != "1":
-        pytest.skip("real NeMo check: set LLMBENCH_NEMO=1 (builds a ~3 GB venv; CI does)")
-    default = Path.home() / ".cache" / "llmbench" / "venv-nemo2"
-    venv = Path(os.environ.get("LLMBENCH_NEMO_VENV", default))
-    marker = venv / VENV_MARKER
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    if not (marker.is_file() and f"sha256={digest}" in marker.read_text()):
-        log = tmp_path_factory.mktemp("venv") / "build.log"
-        build_venv(venv, REQUIREMENTS, marker, log=log)
-    return venv / "bin" / "python"
 
 
 def nemo_env(**extra: str) -> dict[str, str]:

@@ -221,8 +221,6 @@ def _load_workload(
     workload = Workload(
         workload=raw["id"],
         framework=raw["framework"],
-        image=raw["image"]["ref"],
-        image_is_placeholder=bool(raw["image"]["placeholder"]),
         sizes={size: s["model"] for size, s in raw["sizes"].items()},
         checkpoints=checkpoints,
     )

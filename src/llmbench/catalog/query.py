@@ -69,10 +69,6 @@ class Catalog:
             raise not_allowed("gpu_type", gpu_type, self.gpu_types())
         return self._gpus[gpu_type]
 
-    def image(self, workload: str) -> str:
-        """Container image reference (a placeholder for NeMo 2 / Megatron-Bridge)."""
-        return self.workload(workload).image
-
     def document(self, source: str) -> Document:
         """One spec document's record."""
         if source not in self._documents:

@@ -98,12 +98,11 @@ class Document:
 
 @dataclass(frozen=True)
 class Workload:
-    """A workload: framework, image, sizes (-> model ids) and checkpoint facts."""
+    """A workload: framework, sizes (-> model ids) and checkpoint facts. Its reference
+    images are per spec document and GPU type (``catalog/parity.yaml``)."""
 
     workload: str
     framework: str
-    image: str
-    image_is_placeholder: bool
     sizes: dict[str, str] = field(hash=False)
     checkpoints: tuple[Checkpoint, ...] = ()
 

@@ -10,6 +10,7 @@ from llmbench.catalog import published_results
 from llmbench.config import check_experiment, merge_config
 from llmbench.launch.platforms import check_platforms, missing_secret
 from llmbench.plan import plan_summary, plan_table, reference_step_times
+from llmbench.runspec import RunSpec
 from llmbench.yamlfile import read_yaml_file
 
 
@@ -19,6 +20,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the runs a config expands to, with nodes, GPUs and estimated GPU-hours",
         description=__doc__,
     )
+    add_config_arguments(parser)
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.set_defaults(func=run)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--site``, as ``checked_specs`` reads them."""
     parser.add_argument("--config", default="config.yaml", help="sweep config (YAML)")
     parser.add_argument(
         "--site",
@@ -28,20 +36,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a profile's site file merged over the config, as the profile's `configfile:` "
         "is (e.g. profiles/slurm/site.yaml); repeatable",
     )
-    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    parser.set_defaults(func=run)
+
+
+def _warn(line: str) -> None:
+    print(f"llmbench: warning: {line}", file=sys.stderr)
+
+
+def checked_specs(config: str, sites: list[str]) -> list[RunSpec]:
+    """The runs of ``config`` with the site files merged over it, checked as the workflow
+    checks them (schema, catalog, platforms' site values) before anything is submitted."""
+    site: dict = {}
+    for path in sites:
+        site = merge_config(site, read_yaml_file(path) or {})
+    specs = check_experiment(read_yaml_file(config), site, str(config), warn=_warn)[1]
+    check_platforms(specs, source=str(config))
+    return specs
 
 
 def run(args: argparse.Namespace) -> int:
-    site: dict = {}
-    for path in args.site:
-        site = merge_config(site, read_yaml_file(path) or {})
-    warn = lambda line: print(f"llmbench: warning: {line}", file=sys.stderr)  # noqa: E731
-    specs = check_experiment(read_yaml_file(args.config), site, str(args.config), warn=warn)[1]
-    check_platforms(specs, source=str(args.config))
+    specs = checked_specs(args.config, args.site)
     secret = missing_secret(specs)
     if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
-        warn(secret)
+        _warn(secret)
     plan = plan_table(specs, reference_step_times(published_results()))
     summary = plan_summary(plan)
     if args.format == "json":

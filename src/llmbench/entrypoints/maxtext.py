@@ -3,6 +3,7 @@ reference's profile-guided (PGLE) pass where the parity data asks for one."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import runpy
 import subprocess
@@ -138,6 +139,17 @@ def pgle_pass(options: EntryOptions, rank: int, xla_flags: str) -> PglePass | No
 PROFILE_KEYS = {"run_name", "steps", "profiler", "skip_first_n_steps_for_profiler",
                 "profiler_steps"}  # fmt: skip
 """Keys the profile pass sets itself."""
+
+
+def resolved(options: EntryOptions) -> dict[str, Any]:
+    """What this entry point runs, as data (``llmbench render``): ``train.py``'s argv and
+    rank 0's PGLE pass with the XLA flags launch.sh exports."""
+    xla = str(settings(options.spec.parity, "env").get("XLA_FLAGS", ""))
+    the_pass = pgle_pass(options, 0, xla)
+    return {
+        "argv": argv_for(options),
+        "pgle_pass_rank0": dataclasses.asdict(the_pass) if the_pass else None,
+    }
 
 
 def run_pgle(the_pass: PglePass, rank: int) -> None:  # pragma: no cover - needs MaxText

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import importlib.util
+import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from llmbench.entrypoints import common
 from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
 from llmbench.errors import LaunchError
 from llmbench.runspec import parity_settings as settings
@@ -95,15 +101,32 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs the library
+def resolved(options: EntryOptions) -> dict[str, Any]:
+    """What this entry point builds for the run, as data (``llmbench render``)."""
+    module, kwargs = recipe_call(options)
+    name, fields = precision(options)
+    return {
+        "recipe": f"megatron.bridge.recipes.llama.{module}.pretrain_config",
+        "recipe_kwargs": kwargs,
+        "mixed_precision": {"function": name, "fields": fields},
+        "tp_comm_overlap_cfg": settings(options.spec.parity, "recipe").get(
+            "comm_overlap.tp_comm_overlap_cfg"
+        ),
+        "overrides": overrides(options),
+        "decided_in_container": common.pending_settings(options.spec),
+    }
 
-    options = parse_args(argv, "llmbench.entrypoints.megatron_bridge")
+
+def build_config(options: EntryOptions) -> Any:  # pragma: no cover - needs the library
+    """The reference's recipe with the run's precision, userbuffers config and overrides.
+
+    Every override must name a field of the library's config (``set_path``): an override
+    the installed Megatron-Bridge does not know fails here, before any training.
+    """
     module_name, kwargs = recipe_call(options)
     precision_name, precision_fields = precision(options)
     # heavy optional dependency (in the training image or venv): imported only here
     from megatron.bridge.training import mixed_precision
-    from megatron.bridge.training.gpt_step import forward_step
-    from megatron.bridge.training.pretrain import pretrain
 
     try:
         module = importlib.import_module(f"megatron.bridge.recipes.llama.{module_name}")
@@ -111,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
         raise LaunchError(f"megatron.bridge.recipes.llama.{module_name}: {exc}") from None
     mixed = getattr(mixed_precision, precision_name)()
     for name, value in precision_fields.items():
-        setattr(mixed, name, value)
+        common.set_path(mixed, name, value)
     config = module.pretrain_config(precision_config=mixed, **kwargs)
     cfg_name = settings(options.spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
     if cfg_name:
@@ -119,6 +142,80 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
 
         config.comm_overlap.tp_comm_overlap_cfg = getattr(comm_overlap, cfg_name)
     apply_overrides(config, overrides(options))
+    return config
+
+
+def _plain(value: Any) -> Any:
+    """A config value as JSON: numbers, strings, booleans and None as they are; anything
+    else (a dtype, an enum, a config object) by its class name and text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if dataclasses.is_dataclass(value):
+        return type(value).__name__
+    return str(value)
+
+
+def _get_path(root: Any, dotted: str) -> Any:
+    node = root
+    for name in dotted.split("."):
+        node = getattr(node, name)
+    return node
+
+
+def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragma: no cover
+    """What ``build_config`` built, read back from the library's objects: every override's
+    final value, the precision and userbuffers objects, the vocabulary the model is padded
+    to; then the library's own ``validate()`` (parallel sizes, FSDP and checkpoint rules)
+    with the run's world size, as far as a CPU allows (its error, if any, is returned)."""
+    # heavy optional dependency (in the training image or venv): imported only here
+    from megatron.bridge.training import comm_overlap
+    from megatron.bridge.utils.vocab_utils import calculate_padded_vocab_size
+
+    spec = options.spec
+    values = {path: _plain(_get_path(config, path)) for path in overrides(options)}
+    _, precision_fields = precision(options)
+    for name in precision_fields:
+        values[f"mixed_precision.{name}"] = _plain(getattr(config.mixed_precision, name))
+    ub = config.comm_overlap.tp_comm_overlap_cfg if config.comm_overlap is not None else None
+    model = config.model
+    vocab = config.tokenizer.vocab_size if model.vocab_size is None else model.vocab_size
+    out: dict[str, Any] = {
+        "run_id": spec.run_id,
+        "model_class": type(model).__name__,
+        "values": values,
+        "mixed_precision_class": type(config.mixed_precision).__name__,
+        # the userbuffers config by its name in the library (None: the recipe's default)
+        "tp_comm_overlap_cfg": next(
+            (name for name, value in vars(comm_overlap).items() if ub is not None and value is ub),
+            _plain(ub),
+        ),
+        "built_vocab": calculate_padded_vocab_size(
+            vocab, model.make_vocab_size_divisible_by, spec.parallelism.get("tp") or 1
+        ),
+        "validate_error": None,
+    }
+    os.environ["WORLD_SIZE"] = str(spec.gpus)  # the data-parallel size validate() derives
+    if importlib.util.find_spec("transformer_engine") is None:
+        for name in common.CPU_ONLY_FUSIONS_OFF:
+            setattr(config.model, name, False)
+    try:
+        config.validate()
+    except Exception as exc:  # the verdict is the result: reported, not raised
+        out["validate_error"] = f"{type(exc).__name__}: {exc}"[:500]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs the library
+    options = parse_args(argv, "llmbench.entrypoints.megatron_bridge", can_check=True)
+    config = build_config(options)
+    if options.check_only:
+        result = check_config(config, options)
+        Path(options.check_only).write_text(json.dumps(result, indent=2, sort_keys=True))
+        return
+    # heavy optional dependency (in the training image or venv): imported only here
+    from megatron.bridge.training.gpt_step import forward_step
+    from megatron.bridge.training.pretrain import pretrain
+
     pretrain(config, forward_step)
 
 

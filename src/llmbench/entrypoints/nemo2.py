@@ -7,13 +7,21 @@ container with the source mounted, through ``from_source.py``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
+from llmbench.entrypoints.common import (
+    CPU_ONLY_FUSIONS_OFF,
+    EntryOptions,
+    apply_overrides,
+    parse_args,
+    pending_settings,
+    pick,
+)
 from llmbench.errors import LaunchError
 from llmbench.runspec import parity_settings as settings
 from llmbench.step_clock import TELEMETRY_ENV
@@ -137,6 +145,12 @@ def plan(options: EntryOptions) -> NemoPlan:
     )
 
 
+def resolved(options: EntryOptions) -> dict[str, Any]:
+    """What this entry point does to the recipe for the run, as data (``llmbench render``)."""
+    pending = pending_settings(options.spec)
+    return {**dataclasses.asdict(plan(options)), "decided_in_container": pending}
+
+
 def _comm_overlap_index(callbacks: Sequence[Any]) -> int | None:
     # heavy optional dependency (in the training image or venv): imported only here
     from nemo.lightning.pytorch.callbacks.megatron_comm_overlap import MegatronCommOverlapCallback
@@ -202,11 +216,6 @@ def build_recipe(the_plan: NemoPlan) -> Any:  # pragma: no cover - needs NeMo
             restore_config=run.Config(nl.RestoreConfig, path=the_plan.checkpoint["load_dir"]),
         )
     return recipe
-
-
-CPU_ONLY_FUSIONS_OFF = ("apply_rope_fusion",)
-"""Model-config switches that need Transformer Engine kernels; ``check_recipe`` turns them
-off on a machine without TE (a GPU container has TE and keeps the recipe's values)."""
 
 
 def check_recipe(recipe: Any) -> str:  # pragma: no cover - needs NeMo

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
 from llmbench.runspec import RunSpec
+from llmbench.runspec import parity_settings as settings
 
 SPEC_FILE = "run_spec.json"
 
@@ -21,6 +22,20 @@ CONTAINER_SRC = "/opt/llmbench/src"
 """Where the host's llmbench source is mounted inside a container (read-only)."""
 FROM_SOURCE = "llmbench/entrypoints/from_source.py"
 """Runs an entry point from that mount (relative to it)."""
+
+
+def rank_environment(spec: RunSpec) -> list[tuple[str, str]]:
+    """The ranks' environment as the reference sets it (``catalog/parity.yaml`` kind
+    ``env``, resolved for the run's launcher): every launcher gives its ranks this list,
+    srun through launch.sh, Kubernetes and Run:ai in the workload's manifest."""
+    return [(name, str(value)) for name, value in settings(spec.parity, "env").items()]
+
+
+def omp_threads(spec: RunSpec) -> int | None:
+    """``OMP_NUM_THREADS`` for llmbench's own workloads (``threads_per_rank``); None for
+    the reference's workloads, whose launches set none: the ranks keep PyTorch's default
+    (torchrun's 1 on the platforms, as the reference's Run:ai executor)."""
+    return None if spec.parity else spec.threads_per_rank
 
 
 def entry_module(spec: RunSpec) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from llmbench.errors import LaunchError
-from llmbench.launch.entry import SPEC_FILE, entry_module
+from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
 from llmbench.runspec import RunSpec
 from llmbench.value_checks import DEFAULT_POLL_S
@@ -132,8 +132,10 @@ def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
         "set -euo pipefail",
         'cd "$(mktemp -d)"',
         f'printf "%s" "${SPEC_ENV}" > {SPEC_FILE}',
-        f"export OMP_NUM_THREADS={spec.threads_per_rank}",
     ]
+    threads = omp_threads(spec)
+    if threads is not None:
+        lines.append(f"export OMP_NUM_THREADS={threads}")
     if llmbench_src:
         lines.append(f'export PYTHONPATH={join([llmbench_src])}"${{PYTHONPATH:+:$PYTHONPATH}}"')
     lines.append(f"exec {launcher} {join(['-m', entry_module(spec), '--spec', SPEC_FILE])}")
@@ -143,6 +145,13 @@ def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
 
 def spec_json(spec: RunSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def pod_environment(spec: RunSpec) -> list[dict[str, str]]:
+    """The container's environment: the run spec, then the reference's environment for
+    the ranks (the same list srun's ranks get, ``rank_environment``)."""
+    env = [(SPEC_ENV, spec_json(spec)), *rank_environment(spec)]
+    return [{"name": name, "value": value} for name, value in env]
 
 
 def _volumes(site: KubernetesSite) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -190,7 +199,7 @@ def _deadline_s(spec: RunSpec) -> int:
 def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = "python3 -m torch.distributed.run"  # reads PET_NNODES, PET_NODE_RANK, ...
     volumes, mounts = _volumes(site)
-    env = [{"name": SPEC_ENV, "value": spec_json(spec)}]
+    env = pod_environment(spec)
     pod_spec = {
         **_pod_scheduling(site),
         "volumes": volumes,
@@ -258,7 +267,7 @@ def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[st
             "name": "pytorch",  # the operator looks the training container up by this name
             "image": image_for(spec, site),
             "command": node_command(spec, site.llmbench_src, torchrun),
-            "env": [{"name": SPEC_ENV, "value": spec_json(spec)}],
+            "env": pod_environment(spec),
             "resources": _resources(spec, site),
             "volumeMounts": mounts,
         }

@@ -36,13 +36,12 @@ from llmbench.errors import LaunchError
 from llmbench.launch.kubernetes import (
     PLATFORM_FILE,
     PROGRESS_FILE,
-    SPEC_ENV,
     Pvc,
     explicit_torchrun,
     node_command,
     parse_pvcs,
+    pod_environment,
     pod_log,
-    spec_json,
     workload_name,
     write_record,
 )
@@ -134,7 +133,7 @@ def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, An
                     for p in site.pvcs
                 ]
             },
-            "environmentVariables": [{"name": SPEC_ENV, "value": spec_json(spec)}],
+            "environmentVariables": pod_environment(spec),
         },
     }
 

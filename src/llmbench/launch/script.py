@@ -5,7 +5,13 @@ from __future__ import annotations
 from llmbench import __version__
 from llmbench.errors import LaunchError
 from llmbench.launch import kubernetes, runai
-from llmbench.launch.entry import ENTRY_MODULES, SPEC_FILE, entry_command
+from llmbench.launch.entry import (
+    ENTRY_MODULES,
+    SPEC_FILE,
+    entry_command,
+    omp_threads,
+    rank_environment,
+)
 from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
     STAGE_CHECK,
@@ -13,7 +19,6 @@ from llmbench.launch.srun import (
     allocation_lines,
     container_lines,
     numactl_prefix,
-    parity_env,
     parity_setup_lines,
     sampler_lines,
     srun_words,
@@ -50,13 +55,14 @@ def local_rank_launcher(spec: RunSpec) -> list[str]:
 
 
 def _header(spec: RunSpec, rerun: str) -> list[str]:
+    threads = omp_threads(spec)
     return [
         "#!/usr/bin/env bash",
         f"# llmbench {__version__}: run {spec.run_id}",
         f"# Exactly what this attempt executed; rerun by hand with: {rerun}",
         "set -euo pipefail",
         'cd "$(dirname "$0")"',
-        f"export OMP_NUM_THREADS={spec.threads_per_rank}",
+        *([f"export OMP_NUM_THREADS={threads}"] if threads is not None else []),
         'PYTHON="${LLMBENCH_PYTHON:-python3}"',
     ]
 
@@ -72,6 +78,15 @@ def _render_local(spec: RunSpec) -> str:
     return "\n".join([*_header(spec, "bash launch.sh"), f'exec "$PYTHON" {join(command)}', ""])
 
 
+def image_comment(spec: RunSpec) -> list[str]:
+    """Which image the ranks run in, and whether it is the reference's (docs/parity.md)."""
+    stack = spec.parity.get("stack")
+    if not stack:
+        return []
+    verdict = "the reference's" if stack["reference_stack"] else "not the reference's"
+    return [f"# Image {spec.image}: {verdict} ({stack['reference_image']})."]
+
+
 def _render_srun(spec: RunSpec) -> str:
     if spec.framework == "torch" and spec.container != "none":
         raise LaunchError(f"run {spec.run_id}: the embedded workload runs with container none")
@@ -79,16 +94,19 @@ def _render_srun(spec: RunSpec) -> str:
     lines = _header(spec, "bash launch.sh (inside a Slurm allocation)")
     imported = image_import(spec)
     if imported is not None:
-        lines += container_lines(imported)
+        lines += image_comment(spec) + container_lines(imported)
     elif parts.needs_stage:
         lines.append(STAGE_CHECK)
     lines += allocation_lines()
     lines += allocation_comment(spec)
     lines += parts.setup_lines
-    env = parity_env(spec)
+    env = rank_environment(spec)
     if env:
         reference = spec.parity["reference"]
         lines.append(f"# The reference's environment ({reference}); sources: run_spec.json.")
+    if spec.parity.get("unverified"):
+        unverified = ", ".join(spec.parity["unverified"])
+        lines.append(f"# Unverified (the reference's pin is not public): {unverified}.")
     env += parts.env
     lines += [f"export {name}={join([value])}" for name, value in env]
     lines += parity_setup_lines(spec)

@@ -65,11 +65,6 @@ VBOOST = "sudo -n nvidia-smi boost-slider --vboost 1"
 ``-n``: fail instead of waiting for a password where sudo needs one."""
 
 
-def parity_env(spec: RunSpec) -> list[tuple[str, str]]:
-    """The reference's environment for this run (``catalog/parity.yaml``)."""
-    return [(name, str(value)) for name, value in settings(spec.parity, "env").items()]
-
-
 def allocation_comment(spec: RunSpec) -> list[str]:
     """The job's allocation as the reference asks it (sbatch options from the job's Slurm
     resources, ``llmbench.slurm.slurm_resources``), stated where a reader looks."""
@@ -96,13 +91,13 @@ def parity_setup_lines(spec: RunSpec) -> list[str]:
 
 
 def numactl_prefix(spec: RunSpec) -> list[Word]:
-    """Each rank bound to its NUMA node, ``SLURM_LOCALID / (GPUs per node / 2)``, as the
-    reference's executors do; srun sets SLURM_LOCALID per task, so a small shell evaluates
-    it in the task."""
-    if not settings(spec.parity, "prefix").get("numactl"):
+    """Each rank bound to its NUMA node, ``SLURM_LOCALID / divisor`` with the reference's
+    divisor per GPU type (the ``numactl`` setting's value); srun sets SLURM_LOCALID per
+    task, so a small shell evaluates it in the task."""
+    divisor = settings(spec.parity, "prefix").get("numactl")
+    if not divisor:
         return []
-    per_domain = max(1, spec.gpus_per_node // 2)
-    node = f"$((SLURM_LOCALID / {per_domain}))"
+    node = f"$((SLURM_LOCALID / {int(divisor)}))"
     script = f'exec numactl --cpunodebind={node} --membind={node} "$@"'
     return ["bash", "-c", script, "numactl"]
 

@@ -3,8 +3,8 @@
 # Exactly what this attempt executed; rerun by hand with: bash launch.sh (inside a Slurm allocation)
 set -euo pipefail
 cd "$(dirname "$0")"
-export OMP_NUM_THREADS=1
 PYTHON="${LLMBENCH_PYTHON:-python3}"
+# Image ghcr.io/nvidia/jax:maxtext-2024-12-09: the reference's (ghcr.io/nvidia/jax:maxtext-2024-12-09).
 : "${LLMBENCH_STAGE_PATH:?set LLMBENCH_STAGE_PATH to the shared stage folder}"
 # LLMBENCH_IMAGE overrides the image imported into the stage folder (docs/slurm.md).
 IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/nvidia+jax+maxtext-2024-12-09.sqsh}"
@@ -17,7 +17,7 @@ NODELIST="$(squeue -h -j "$SLURM_JOB_ID" -o %N)"
 export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST" | sed -n 1p)}"
 export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
 # Allocation as the reference: sbatch --exclusive, --mem=0 (all of the node's memory), no --cpus-per-task (the node's CPUs shared by its ranks).
-# The reference's environment (DGXC maxtext/ @v25.01 (configure.sh, launch.sh), image jax:maxtext-2024-12-09); sources: run_spec.json.
+# The reference's environment (DGXC maxtext/ @v24.11.1 (configure.sh, launch.sh; the same code at v25.01)); sources: run_spec.json.
 export XLA_PYTHON_CLIENT_MEM_FRACTION=0.94
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 export NVTE_FUSED_ATTN=1

@@ -3,11 +3,11 @@
 # Exactly what this attempt executed; rerun by hand with: bash launch.sh (inside a Slurm allocation)
 set -euo pipefail
 cd "$(dirname "$0")"
-export OMP_NUM_THREADS=1
 PYTHON="${LLMBENCH_PYTHON:-python3}"
+# Image nvcr.io/nvidia/nemo:25.07.01: the reference's (nvcr.io/nvidia/nemo:25.07.01).
 : "${LLMBENCH_STAGE_PATH:?set LLMBENCH_STAGE_PATH to the shared stage folder}"
 # LLMBENCH_IMAGE overrides the image imported into the stage folder (docs/slurm.md).
-IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/nvidia+nemo+25.07.aarch64.sqsh}"
+IMAGE="${LLMBENCH_IMAGE:-$LLMBENCH_STAGE_PATH/images/nvidia+nemo+25.07.01.aarch64.sqsh}"
 LLMBENCH_SRC="$("$PYTHON" -c 'import llmbench, pathlib; print(pathlib.Path(llmbench.__file__).parents[1])')"
 # The executor plugin keeps only SLURM_JOB_ID in a rule's shell (it strips SLURM_*),
 # so the allocation's nodes come from the controller.
@@ -24,15 +24,20 @@ case ",0,1,2,3,4,5,6,7,8," in
 *) exec "$@" ;;
 esac
 EOF
-# The reference's environment (DGXC nemotron4-340b/ @v25.12.02, NeMo @1f422a1 (scripts/performance/helpers.py, executors.py)); sources: run_spec.json.
+# The reference's environment (DGXC nemotron4-340b/ @v25.12.02, NeMo @1f422a1 (the GB200/B200 pin; scripts/performance/helpers.py, executors.py); the H100/GB300 pin NeMo f260da5 is not public); sources: run_spec.json.
 export TORCH_NCCL_AVOID_RECORD_STREAMS=1
 export NCCL_NVLS_ENABLE=0
 export NVTE_FLASH_ATTN=1
 export NVTE_FUSED_ATTN=1
+export TRANSFORMERS_OFFLINE=1
+export TOKENIZERS_PARALLELISM=False
+export NEMO_LOG_MEMORY_USAGE=1
 export TORCH_NCCL_HIGH_PRIORITY=1
 export CUDA_DEVICE_MAX_CONNECTIONS=32
 export NVTE_FWD_LAYERNORM_SM_MARGIN=16
 export NVTE_BWD_LAYERNORM_SM_MARGIN=16
+export NCCL_P2P_NET_CHUNKSIZE=2097152
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 export NCCL_NET_GDR_LEVEL=PHB
 export NCCL_NET_GDR_C2C=1
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
@@ -43,7 +48,7 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=32 --ntasks-per-node=4 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TORCH_NCCL_HIGH_PRIORITY,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NEMO_LOG_MEMORY_USAGE,TORCH_NCCL_HIGH_PRIORITY,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_P2P_NET_CHUNKSIZE,PYTORCH_CUDA_ALLOC_CONF,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C \
     bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 2)) --membind=$((SLURM_LOCALID / 2)) "$@"' numactl \
     bash nsys_ranks.sh \
     python3 /opt/llmbench/src/llmbench/entrypoints/from_source.py llmbench.entrypoints.nemo2 --spec run_spec.json --profile-steps 45 50
