@@ -11,16 +11,16 @@ import shlex
 
 import pytest
 
-from llmbench.aggregate import model_flops
-from llmbench.catalog import load_catalog
-from llmbench.catalog.parity import built_vocab, families, rack_segment, resolve_parity
-from llmbench.config import run_specs, validate_config
-from llmbench.entrypoints import maxtext, megatron_bridge, nemo2
-from llmbench.entrypoints.common import EntryOptions
-from llmbench.flops import ModelShape, model_flops_per_sample
+from llmbench.aggregate.runs_and_steps import model_flops
 from llmbench.launch.script import render_launch_script
-from llmbench.runspec import RunSpec
-from llmbench.slurm import slurm_extra, slurm_resources
+from llmbench.launch.slurm import slurm_extra, slurm_resources
+from llmbench.ranks.entrypoints import maxtext, megatron_bridge, nemo2
+from llmbench.ranks.entrypoints.common import EntryOptions
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.parity import built_vocab, families, rack_segment, resolve_parity
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.flops import ModelShape, model_flops_per_sample
+from llmbench.spec.runspec import RunSpec
 
 IMAGES = {"llama3.1-nemo": "n/nemo:1", "nemotron4-nemo": "n/nemo:1", "llama3.1-mbridge": "n/mb:1"}
 SOURCE = re.compile(r"^(DGXC|NeMo|MB):[\w./*-]+@[\w.]+")
@@ -361,7 +361,7 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
 
 
 def test_docs_list_every_setting_with_its_source() -> None:
-    from llmbench.catalog.parity import parity_markdown
+    from llmbench.spec.catalog.parity import parity_markdown
     from tests.conftest import REPO
 
     text = (REPO / "docs" / "parity.md").read_text()

@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 import yaml
 
-from llmbench.config import run_specs, validate_config
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
 from llmbench.launch.script import render_launch_script
-from llmbench.runspec import RunSpec
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.runspec import RunSpec
 from tests.launch.cases import EXAMPLE_IMAGES
 
 HERE = Path(__file__).parent

@@ -12,8 +12,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from llmbench.entrypoints import nemo2
-from llmbench.entrypoints.common import parse_args
+from llmbench.ranks.entrypoints import nemo2
+from llmbench.ranks.entrypoints.common import parse_args
 
 
 def main(cases_file: str, results_file: str) -> None:

@@ -1,0 +1,61 @@
+"""``llmbench plan``: the sweep a config describes, with nodes, GPUs and GPU-hours."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from llmbench.launch.platforms import check_platforms, missing_secret
+from llmbench.spec.catalog import published_results
+from llmbench.spec.config import check_experiment, merge_config
+from llmbench.spec.plan import plan_summary, plan_table, reference_step_times
+from llmbench.spec.yamlfile import read_yaml_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="print the runs a config expands to, with nodes, GPUs and estimated GPU-hours",
+        description=__doc__,
+    )
+    parser.add_argument("--config", default="config.yaml", help="sweep config (YAML)")
+    parser.add_argument(
+        "--site",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a profile's site file merged over the config, as the profile's `configfile:` "
+        "is (e.g. profiles/slurm/site.yaml); repeatable",
+    )
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    site: dict = {}
+    for path in args.site:
+        site = merge_config(site, read_yaml_file(path) or {})
+    warn = lambda line: print(f"llmbench: warning: {line}", file=sys.stderr)  # noqa: E731
+    specs = check_experiment(read_yaml_file(args.config), site, str(args.config), warn=warn)[1]
+    check_platforms(specs, source=str(args.config))
+    secret = missing_secret(specs)
+    if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
+        warn(secret)
+    plan = plan_table(specs, reference_step_times(published_results()))
+    summary = plan_summary(plan)
+    if args.format == "json":
+        records = json.loads(plan.to_json(orient="records"))
+        json.dump({"runs": records, "summary": summary}, sys.stdout, indent=2)
+        print()
+    elif args.format == "csv":
+        sys.stdout.write(plan.to_csv(index=False))
+    else:
+        print(plan.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}"))
+        print(
+            f"\n{summary['runs']} runs, up to {summary['max_nodes']} nodes, "
+            f"{summary['est_gpu_hours']:,.1f} GPU-hours estimated "
+            f"({summary['runs_without_estimate']} runs without a published step time); "
+            f"images to import: {', '.join(summary['images']) or 'none'}"
+        )
+    return 0
