@@ -3,7 +3,7 @@
     python benchmarks/aggregate.py [--runs 100000] [--steps 50] [--jobs 2] [--rounds 2]
                                    [--json PATH] [--no-fail] [--keep]
 
-Inputs are what ``llmbench.tables.read_sweep`` gives the aggregate rule: one run record per
+Inputs are what ``llmbench.aggregate.job.read_sweep`` gives the aggregate rule: one run record per
 run (as ``read_record`` gives it), one log summary per run (``LogSummary.as_dict`` plus run
 id and attempt) and the long frame of every run's parsed steps with a ``run_id`` column. They
 come from the catalog: every recipe row with 8 to 1024 GPUs as a ``perf`` run, plus a
@@ -13,10 +13,11 @@ two dozen. Step times follow the model's FLOPs at 30-55 % of the datasheet peak;
 of the runs fail, are killed, are invalid or leave no data, 1 % are a second attempt.
 
 The parent process builds the inputs (not timed) and pickles them; a fresh child loads
-them, as the aggregate job holds them, and times ``llmbench.tables.write_sweep_tables`` (the
-function the aggregate rule calls once the run folders are read) stage by stage, then runs
-one plot_scaling job per group (``llmbench.plots.plot_group_files``, the glue's call) on
-``--jobs`` worker processes, as ``snakemake --cores`` would. Peak RSS (``getrusage``) is
+them, as the aggregate job holds them, and times
+``llmbench.aggregate.job.write_sweep_tables`` (the function the aggregate rule calls once
+the run folders are read) stage by stage, then runs one plot_scaling job per group
+(``llmbench.report.scaling_plots.plot_group_files``, the glue's call) on ``--jobs``
+worker processes, as ``snakemake --cores`` would. Peak RSS (``getrusage``) is
 the larger of the child's and any one worker's.
 
 Targets (from the issue): total < 15 s on 2 cores, peak RSS < 4 GB. Also printed, measured
@@ -83,8 +84,8 @@ OUTCOMES = (
 
 def catalog_specs(steps: int) -> list[dict[str, Any]]:
     """Run specs of every catalog row with MIN_GPUS..MAX_GPUS GPUs, via the real config."""
-    from llmbench.catalog import load_catalog
-    from llmbench.config import run_specs, validate_config
+    from llmbench.spec.catalog import load_catalog
+    from llmbench.spec.config import run_specs, validate_config
 
     curves: dict[tuple[str, str, str, str, str], set[int]] = {}
     for row in load_catalog().rows():
@@ -104,7 +105,7 @@ def catalog_specs(steps: int) -> list[dict[str, Any]]:
 
 def expected_step_time_s(spec: dict[str, Any], rng: np.random.Generator) -> float:
     """The model's FLOPs per GPU and step at 30-55 % of the datasheet peak."""
-    from llmbench.aggregate import model_flops, peak_for
+    from llmbench.aggregate.runs_and_steps import model_flops, peak_for
 
     peak = peak_for(spec, None)
     assert peak is not None
@@ -240,11 +241,11 @@ class Stages:
 
 
 def aggregate_job(data: dict[str, Any], tables: Path, t: Stages) -> float:
-    """``llmbench.tables.write_sweep_tables``, the function the aggregate rule calls after
+    """``llmbench.aggregate.job.write_sweep_tables``, the function the aggregate rule calls after
     reading the run folders, stage by stage; returns the baseline's seconds (measured
     after it, on the same frames)."""
-    from llmbench.reference import references_for
-    from llmbench.tables import OUTPUTS, SweepInputs, write_sweep_tables
+    from llmbench.aggregate.job import OUTPUTS, SweepInputs, write_sweep_tables
+    from llmbench.aggregate.reference import references_for
 
     records, histories = data.pop("records"), data.pop("histories")
     summaries, steps_long = data.pop("summaries"), data.pop("steps_long")
@@ -274,14 +275,14 @@ def aggregate_job(data: dict[str, Any], tables: Path, t: Stages) -> float:
 
 def warm_worker() -> None:
     """Imports and the font cache: paid once per snakemake job too, but not llmbench's."""
-    import llmbench.plots  # noqa: F401
+    import llmbench.report.scaling_plots  # noqa: F401
 
     plot_floor_s(1)
 
 
 def plot_job(tables: str, group: str, run_ids: list[str], out: str) -> tuple[int, float]:
     """One group's plot_scaling job: the glue's call. (files written, seconds)"""
-    from llmbench.plots import plot_group_files
+    from llmbench.report.scaling_plots import plot_group_files
 
     start = time.perf_counter()
     tables_dir = Path(tables)

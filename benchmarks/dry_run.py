@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
-from llmbench.catalog import load_catalog
-from llmbench.config import run_specs, validate_config
 from llmbench.launch.variants import VARIANTS
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_RATIO = 1.5

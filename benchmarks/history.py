@@ -39,8 +39,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from llmbench.aggregate import RUN_DTYPES, STEP_DTYPES, runs_table_frame
-from llmbench.atomic import write_json_atomic
+from llmbench.aggregate.runs_and_steps import RUN_DTYPES, STEP_DTYPES, runs_table_frame
+from llmbench.files.atomic import write_json_atomic
 from llmbench.history.compare import compare
 from llmbench.history.store import add_sweep, open_history, sweep_index
 from llmbench.history.sweep import stamp_sweep

@@ -25,5 +25,5 @@ window: [35, 44]
 telemetry: {period_ms: 100}
 YAML
 python -m snakemake --snakefile "$REPO/Snakefile" --directory "$WORK" --cores all
-python -m llmbench.embedded.cuda_summary "$WORK/results/tables/runs.parquet"
+python -m llmbench.report.cuda_summary "$WORK/results/tables/runs.parquet"
 echo "results: $WORK/results"

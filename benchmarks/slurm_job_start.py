@@ -126,7 +126,7 @@ rule floor:
     log:
         "logs/floor/{job}.log",
     resources:
-        # the training rule's names and a one-rank run's values (llmbench.slurm): with
+        # the training rule's names and a one-rank run's values (llmbench.launch.slurm): with
         # `mpi` the jobstep executor starts the job's Snakemake as it does for training
         nodes=1,
         tasks=1,

@@ -1,6 +1,6 @@
 """Runs end under load: the distributed embedded run, N times, with every core busy.
 
-Each run goes through the real runner (``llmbench.runner.run_attempt``: launch.sh,
+Each run goes through the real runner (``llmbench.job.runner.run_attempt``: launch.sh,
 torchrun, 2 gloo ranks, the supervisor's time limit and watchdog) while one busy-looping
 process per core competes for the CPU. Prints how many runs succeeded, hung, timed out or
 were ended after finishing (``teardown_hang``), and the wall time.
@@ -24,9 +24,9 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from llmbench.attempts import attempt_outcome
-from llmbench.config import validate_and_expand
-from llmbench.runner import run_attempt
+from llmbench.job.attempts import attempt_outcome
+from llmbench.job.runner import run_attempt
+from llmbench.spec.config import validate_and_expand
 
 
 def _busy() -> None:

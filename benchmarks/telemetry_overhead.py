@@ -1,6 +1,6 @@
 """Sampler overhead: the embedded run's step time with and without telemetry.
 
-Two methods, both through the real runner (``llmbench.runner.run_attempt``) on the default
+Two methods, both through the real runner (``llmbench.job.runner.run_attempt``) on the default
 embedded run (tiny Llama, fp32, 2 gloo ranks):
 
 ``toggle`` (the default, the figure to report on a shared machine): one long run with
@@ -43,11 +43,11 @@ from pathlib import Path
 
 import psutil
 
-from llmbench.config import validate_and_expand
+from llmbench.job.runner import run_attempt
 from llmbench.parsers import parse_log
-from llmbench.runner import run_attempt
+from llmbench.spec.config import validate_and_expand
 from llmbench.telemetry.results import read_step_clock
-from llmbench.telemetry.run import TelemetrySettings, sampler_command
+from llmbench.telemetry.sampling import TelemetrySettings, sampler_command
 
 TARGET = 0.02
 

@@ -8,9 +8,14 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from llmbench.aggregate import peak_for, runs_table_from_frames, spec_row, steps_table_from_frame
-from llmbench.config import run_specs, validate_config
-from llmbench.reference import builtin_references, compare
+from llmbench.aggregate.reference import builtin_references, compare
+from llmbench.aggregate.runs_and_steps import (
+    peak_for,
+    runs_table_from_frames,
+    spec_row,
+    steps_table_from_frame,
+)
+from llmbench.spec.config import run_specs, validate_config
 from tests.conftest import tiny_sweep
 
 STEPS = 50

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmbench.aggregate import (
+from llmbench.aggregate.runs_and_steps import (
     RUN_DTYPES,
     STEP_DTYPES,
     Peak,
@@ -22,7 +22,7 @@ from llmbench.aggregate import (
     spec_row,
     steps_table_from_frame,
 )
-from llmbench.config import run_specs, validate_config
+from llmbench.spec.config import run_specs, validate_config
 from tests.conftest import tiny_sweep
 
 TRAIN_TOKENS = 1e12

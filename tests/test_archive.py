@@ -17,10 +17,10 @@ import pytest
 import zstandard
 from matplotlib.figure import Figure
 
-from llmbench.archive import MANIFEST, create_archive, verify_archive
 from llmbench.cli import main
 from llmbench.errors import ConfigError
-from llmbench.redact import REDACTED
+from llmbench.history.archive import MANIFEST, create_archive, verify_archive
+from llmbench.history.redact import REDACTED
 from tests.history.results import write_results
 
 TOKEN = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"

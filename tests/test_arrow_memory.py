@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
-from llmbench.arrow_memory import table_building_pool
+from llmbench.aggregate.arrow_memory import table_building_pool
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmbench.atomic_tables import csv_text, write_csv_atomic, write_parquet_atomic
+from llmbench.files.atomic_tables import csv_text, write_csv_atomic, write_parquet_atomic
 
 FLOATS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

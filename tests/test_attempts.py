@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from llmbench.atomic import write_json_atomic
-from llmbench.attempts import reported_status, retry_token, salvage_record
-from llmbench.runner import new_attempt_dir
+from llmbench.files.atomic import write_json_atomic
+from llmbench.job.attempts import reported_status, retry_token, salvage_record
+from llmbench.job.runner import new_attempt_dir
 
 
 def attempt(run_dir, exit_code, status=None, write_summary=True):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from llmbench.catalog import load_catalog
-from llmbench.catalog.parity import reference_image
-from llmbench.catalog.rules import violations
 from llmbench.errors import ConfigError
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.parity import reference_image
+from llmbench.spec.catalog.rules import violations
 
 NEWER_340B = "nemotron4-340b-h100-gb200-gb300-b200-runai.txt"
 OLDER_340B = "nemotron4-nemo2-h100.txt"

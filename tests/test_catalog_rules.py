@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmbench.catalog import load_catalog
-from llmbench.catalog.rules import validate_row, violations, with_overrides
 from llmbench.errors import ConfigError
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.rules import validate_row, violations, with_overrides
 
 CAT = load_catalog()
 NEMO_8B = CAT.row("llama3.1-nemo", "8b", "bf16", "h100", 8)

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from llmbench import metrics
-from llmbench.catalog import ROW_FIELDS, load_catalog
 from llmbench.cli import main
+from llmbench.spec import metrics
+from llmbench.spec.catalog import ROW_FIELDS, load_catalog
 
 CAT = load_catalog()
 

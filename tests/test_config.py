@@ -2,8 +2,8 @@
 
 import pytest
 
-from llmbench.config import load_config, run_specs, validate_config
 from llmbench.errors import ConfigError
+from llmbench.spec.config import load_config, run_specs, validate_config
 from tests.conftest import tiny_sweep
 
 TINY = tiny_sweep((1, 2), dtypes=("fp32", "bf16"))

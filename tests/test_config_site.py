@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from llmbench.config import SITE_KEYS, check_config, site_keys_in, workflow_config
+from llmbench.spec.config import SITE_KEYS, check_config, site_keys_in, workflow_config
 from tests.conftest import REPO, tiny_config
 
 

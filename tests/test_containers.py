@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.containers import import_command, import_image
 from llmbench.errors import LaunchError
-from llmbench.images import parse_image, sqsh_name
+from llmbench.setup.containers import import_command, import_image
+from llmbench.spec.images import parse_image, sqsh_name
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_mksquashfs = pytest.mark.prerequisite(

@@ -4,7 +4,9 @@ from itertools import pairwise
 
 import pytest
 
-from llmbench.embedded.train import (
+from llmbench.parsers import parse_log
+from llmbench.parsers.table import steps_table
+from llmbench.ranks.embedded.train import (
     PEAK_LR,
     WARMUP_STEPS,
     RankInfo,
@@ -12,8 +14,6 @@ from llmbench.embedded.train import (
     nemo_step_line,
     rank_info,
 )
-from llmbench.parsers import parse_log
-from llmbench.parsers.table import steps_table
 
 
 def test_rank_from_torchrun_then_srun_then_single() -> None:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from llmbench.embedded.train import SLOW_STEP_S, fault_for, inject
+from llmbench.ranks.embedded.train import SLOW_STEP_S, fault_for, inject
 
 
 def test_slow_fault_parses_and_targets_one_run() -> None:

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from llmbench import metrics
-from llmbench.catalog import load_catalog
-from llmbench.catalog.published import flops_examples
-from llmbench.flops import (
+from llmbench.spec import metrics
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.published import flops_examples
+from llmbench.spec.flops import (
     ModelShape,
     flops_breakdown,
     model_flops_per_sample,

@@ -17,10 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from llmbench.embedded.cuda_summary import datasheet_peak
-from llmbench.entrypoints.megatron_core import expected_parameters
 from llmbench.launch.script import render_launch_script
-from llmbench.limits import RunLimits
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
 from llmbench.proof.environment import unmet_requirements
@@ -28,7 +25,10 @@ from llmbench.proof.framework import SIZES, framework_spec, run_framework
 from llmbench.proof.node import TORCH_NCCL_CHECK, node_checks
 from llmbench.proof.summary import build_summary, first_error, run_rows, step_results
 from llmbench.proof.wheels import pin_problems, read_pins, wheel_problems
-from llmbench.runspec import RUN_ID_PATTERN
+from llmbench.ranks.entrypoints.megatron_core import expected_parameters
+from llmbench.report.cuda_summary import datasheet_peak
+from llmbench.spec.limits import RunLimits
+from llmbench.spec.runspec import RUN_ID_PATTERN
 from tests.conftest import REPO, missing_prerequisite
 
 KIT = REPO / "benchmarks/gpu_proof"
@@ -86,7 +86,7 @@ def test_megatron_core_runs_launch_locally_through_its_entry_point() -> None:
     assert re.fullmatch(RUN_ID_PATTERN, spec.run_id), spec.run_id
     script = render_launch_script(spec)
     assert "torch.distributed.run --standalone --nnodes=1 --nproc-per-node=1" in script
-    assert "-m llmbench.entrypoints.megatron_core --spec run_spec.json" in script
+    assert "-m llmbench.ranks.entrypoints.megatron_core --spec run_spec.json" in script
     assert spec.model["hidden"] == SIZES["small"][0].hidden and spec.global_batch_size == 8
 
 
@@ -100,8 +100,8 @@ def test_megatron_core_builds_the_shape_the_flops_formula_counts(tmp_path: Path)
     data["model"].update(heads=4, query_groups=4, vocab=1000)
     (tmp_path / "run_spec.json").write_text(json.dumps(data))
     proc = subprocess.run(
-        [sys.executable, "-m", "llmbench.entrypoints.megatron_core", "--spec", "run_spec.json",
-         "--check-only", "check.json"],
+        [sys.executable, "-m", "llmbench.ranks.entrypoints.megatron_core",
+         "--spec", "run_spec.json", "--check-only", "check.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -125,7 +125,8 @@ def test_a_framework_run_goes_through_the_runner_like_every_run(tmp_path: Path) 
     run_dir = tmp_path / "results/runs" / run_id
     assert json.loads((tmp_path / "framework.json").read_text()) == out
     assert [r["run_id"] for r in out["runs"]] == [run_id]
-    assert "-m llmbench.entrypoints.megatron_core" in (run_dir / "attempt-1/launch.sh").read_text()
+    script = (run_dir / "attempt-1/launch.sh").read_text()
+    assert "-m llmbench.ranks.entrypoints.megatron_core" in script
     for name in ("run.json", "summary.json", "steps.parquet", "telemetry.parquet", "energy.json"):
         assert (run_dir / name).exists(), name
     if torch.cuda.is_available():

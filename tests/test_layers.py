@@ -16,73 +16,17 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # 0: the bottom: data, types, rules, queries, formulas
-    (
-        "errors",
-        "flops",
-        "metrics",
-        "catalog",
-        "limits",
-        "images",
-        "kubernetes_names",
-        "redact",
-        "stack_dumps",
-        "atomic",
-        "atomic_tables",
-        "arrow_memory",
-        "yamlfile",
-        "regular_file",
-        "step_clock",
-        "disk_space",
-        "job_log",
-    ),
-    # 1: config -> run specs (what to run), and the stage folder's layout
-    (
-        "runspec",
-        "config",
-        "spec_cache",
-        "profiling",
-        "embedded.workload",
-        "stage",
-        "plan",
-        "catalog.parity",
-        "catalog.parity_doc",
-        "value_checks",
-    ),
-    # 2: launchers and outside systems (one module each), the processes they run
-    (
-        "launch",
-        "containers",
-        "slurm",
-        "venv",
-        "supervise",
-        "sweep_processes",
-        "provenance",
-        "embedded",
-        "entrypoints",
-        "telemetry",
-        "preflight",
-    ),
-    # 3: parsers: bytes -> LogSummary
-    ("parsers",),
-    # 4: run lifecycle: runner, attempts, the run record
-    ("runner", "attempts", "run_record", "outcome", "train_outputs"),
-    # 5: aggregate: runs / steps tables, references
-    ("aggregate", "reference"),
-    # 6: report and history: tables, plots, pages, sweeps over time
-    (
-        "report_tables",
-        "scaling_tables",
-        "plots",
-        "history",
-        "archive",
-        "binary_secrets",
-        "tables",
-        "telemetry.plot",
-        "preflight.run",
-    ),
-    # 7: the command line and the workflow's helpers
-    ("cli", "commands", "wiring", "workflow_check", "proof"),
+    ("errors",),  # the error tree
+    ("files",),  # shared file leaves: atomic writes, regular files, job logs, disk space
+    ("spec",),  # what to run: catalog, config, run specs, formulas; pure
+    # each needs only what is below: logs -> summaries, the ranks' code, launch files,
+    # setup jobs, tables -> pages
+    ("parsers", "ranks", "launch", "setup", "report"),
+    ("telemetry",),  # samplers beside the ranks, and what they left
+    ("preflight", "job"),  # node checks and the gate; one train job around its ranks
+    ("aggregate",),  # run folders -> tables
+    ("history",),  # sweeps over time, archives
+    ("workflow", "cli", "proof"),  # what Snakemake, people and the GPU proof kit call
 )
 
 OPTIONAL_HEAVY = frozenset(
@@ -90,7 +34,7 @@ OPTIONAL_HEAVY = frozenset(
      "megatron", "MaxText", "kubernetes", "lightning"}
 )  # fmt: skip
 """Imported inside the functions that need them: absent from a plain install."""
-HEAVY_ADAPTERS = frozenset({"llmbench.entrypoints.lightning_clock"})
+HEAVY_ADAPTERS = frozenset({"llmbench.ranks.entrypoints.lightning_clock"})
 """Our modules that import a heavy optional dependency at module level (a Lightning
 callback needs its base class): imported inside functions, like the dependency itself."""
 
@@ -225,7 +169,7 @@ def test_no_private_import_and_no_function_level_import(module: str) -> None:
     assert problems == []
 
 
-BEFORE_THE_RANKS = ("llmbench.attempts", "llmbench.parsers", "llmbench.atomic")
+BEFORE_THE_RANKS = ("llmbench.job.attempts", "llmbench.parsers", "llmbench.files.atomic")
 """What a train job imports before its ranks start (workflow/scripts/train.py): the
 job's seconds in its allocation until then are a target (benchmarks/slurm_job_start.py)."""
 TABLE_LIBRARIES = ("numpy", "pandas", "pyarrow")

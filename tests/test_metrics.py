@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from llmbench import metrics
+from llmbench.spec import metrics
 
 
 def test_tokens_per_s_worked_example() -> None:

@@ -11,9 +11,14 @@ import shlex
 
 import pytest
 
-from llmbench.aggregate import model_flops
-from llmbench.catalog import load_catalog
-from llmbench.catalog.parity import (
+from llmbench.aggregate.runs_and_steps import model_flops
+from llmbench.errors import LaunchError
+from llmbench.launch.script import render_launch_script
+from llmbench.launch.slurm import slurm_extra, slurm_resources
+from llmbench.ranks.entrypoints import maxtext, megatron_bridge, nemo2
+from llmbench.ranks.entrypoints.common import EntryOptions, decide_requirements
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.parity import (
     CITATION,
     REPOS,
     built_vocab,
@@ -23,14 +28,9 @@ from llmbench.catalog.parity import (
     reference_image,
     resolve_parity,
 )
-from llmbench.config import run_specs, validate_config
-from llmbench.entrypoints import maxtext, megatron_bridge, nemo2
-from llmbench.entrypoints.common import EntryOptions, decide_requirements
-from llmbench.errors import LaunchError
-from llmbench.flops import ModelShape, model_flops_per_sample
-from llmbench.launch.script import render_launch_script
-from llmbench.runspec import RunSpec
-from llmbench.slurm import slurm_extra, slurm_resources
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.flops import ModelShape, model_flops_per_sample
+from llmbench.spec.runspec import RunSpec
 
 REF = re.compile(r"v\d+(\.\d+)+|[0-9a-f]{7,40}|core_v\d+(\.\d+)+|(llmb-nemo-)?r\d+(\.\d+)+|main")
 """Refs a citation may name: a release tag, a commit, Megatron-Core's and NeMo's branch tags."""
@@ -500,13 +500,13 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
 
 
 def test_docs_are_generated_from_the_data_per_family_and_gpu_type() -> None:
-    from llmbench.catalog.parity_doc import MARKER, parity_markdown
+    from llmbench.spec.catalog.parity_doc import MARKER, parity_markdown
     from tests.conftest import REPO
 
     text = (REPO / "docs" / "parity.md").read_text()
     generated = text[text.index(MARKER) + len(MARKER) :].strip("\n")
     assert generated == parity_markdown().strip("\n"), (
-        "regenerate: python -m llmbench.catalog.parity_doc docs/parity.md"
+        "regenerate: python -m llmbench.spec.catalog.parity_doc docs/parity.md"
     )
     for documents in families().values():
         for entry in documents.values():

@@ -16,9 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from llmbench.catalog import load_catalog
-from llmbench.config import run_specs, validate_config
-from llmbench.plots import (
+from llmbench.report.scaling_plots import (
     END_LABEL,
     TRACE_COLUMNS,
     group_figures,
@@ -27,6 +25,8 @@ from llmbench.plots import (
     plot_group,
     read_group,
 )
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import run_specs, validate_config
 from tests.conftest import tiny_sweep
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
@@ -128,7 +128,7 @@ def test_the_step_trace_labels_each_run_with_its_dtype_and_scale(nemo) -> None:
 
 def test_a_group_of_many_runs_gets_a_band_per_configuration(tmp_path, monkeypatch) -> None:
     runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
-    monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
+    monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_MAX_RUNS", len(runs) - 1)
     plot_group(runs, steps, "g", tmp_path)
     texts = svg_texts(tmp_path / "step_trace.svg")
     root = ET.parse(tmp_path / "step_trace.svg").getroot()
@@ -229,7 +229,7 @@ def test_no_runs_write_nothing(tmp_path) -> None:
 def test_many_points_make_the_svg_trace_an_image(tmp_path, monkeypatch) -> None:
     runs, steps = sweep_tables(nemo_8b(dtypes=("bf16",)))
     plot_group(runs, steps, "g", tmp_path / "vector")
-    monkeypatch.setattr("llmbench.plots.TRACE_VECTOR_POINTS", len(steps) - 1)
+    monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_VECTOR_POINTS", len(steps) - 1)
     plot_group(runs, steps, "g", tmp_path / "raster")
     image = f"{SVG}image"
     for kind, images in (("vector", 0), ("raster", 1)):
@@ -306,7 +306,7 @@ def fp32_bf16_trace(scales, bands: bool, monkeypatch) -> tuple[pd.DataFrame, plt
     run, or (``bands``) a band per configuration."""
     runs, steps = sweep_tables([tiny_sweep(tuple(scales), dtypes=("fp32", "bf16"))])
     if bands:
-        monkeypatch.setattr("llmbench.plots.TRACE_MAX_RUNS", len(runs) - 1)
+        monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_MAX_RUNS", len(runs) - 1)
     trace = dict(group_figures(runs, steps, "tiny-llama_tiny_cpu_weak"))["step_trace"]
     lay_out(trace)
     return runs, trace

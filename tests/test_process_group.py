@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from llmbench.limits import RunLimits
-from llmbench.supervise import Ended, supervise
+from llmbench.job.supervise import Ended, supervise
+from llmbench.spec.limits import RunLimits
 from tests.conftest import REPO
 
 CYCLES = 40

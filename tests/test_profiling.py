@@ -10,7 +10,7 @@ import pytest
 
 from llmbench.errors import ConfigError
 from llmbench.launch.variants import RANK_WRAPPER, variant_parts
-from llmbench.profiling import parse_ranks
+from llmbench.spec.profiling import parse_ranks
 from tests.launch.cases import profile_spec
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import llmbench
-from llmbench.provenance import PACKAGES, collect
+from llmbench.job.provenance import PACKAGES, collect
 
 
 def git(repo: Path, *args: str) -> str:

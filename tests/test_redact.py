@@ -1,10 +1,10 @@
-"""The secret rules of archives (llmbench.redact)."""
+"""The secret rules of archives (llmbench.history.redact)."""
 
 from __future__ import annotations
 
 import pytest
 
-from llmbench.redact import REDACTED, is_secret_file, redact_line, redact_text
+from llmbench.history.redact import REDACTED, is_secret_file, redact_line, redact_text
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from llmbench.aggregate import Peak, runs_table_from_records
-from llmbench.atomic import write_json_atomic
-from llmbench.catalog import published_results
-from llmbench.config import run_specs, validate_config
-from llmbench.reference import builtin_references, compare, load_references
+from llmbench.aggregate.reference import builtin_references, compare, load_references
+from llmbench.aggregate.runs_and_steps import Peak, runs_table_from_records
+from llmbench.files.atomic import write_json_atomic
+from llmbench.spec.catalog import published_results
+from llmbench.spec.config import run_specs, validate_config
 from tests.conftest import tiny_sweep
 
 SCALES = [8, 16, 32, 64, 128]

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llmbench.catalog import load_catalog
 from llmbench.cli import main as cli_main
-from llmbench.commands.render import ENTRY_CONFIG_FILE, render_run
-from llmbench.config import check_experiment
+from llmbench.cli.commands.render import ENTRY_CONFIG_FILE, render_run
+from llmbench.job.runner import run_attempt
 from llmbench.launch.entry import ENTRY_MODULES
 from llmbench.launch.script import render_launch_script
-from llmbench.runner import run_attempt
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import check_experiment
 from tests.conftest import REPO, tiny_config
 
 CATALOG = [row for w in load_catalog().workloads() for row in load_catalog().rows(w)]

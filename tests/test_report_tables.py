@@ -11,7 +11,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmbench.report_tables import (
+from llmbench.report.html_tables import (
     RUNS_HTML_COLUMNS,
     failures_html,
     profiles_html,

@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from llmbench.attempts import attempt_outcome, retry_token, run_or_salvage
-from llmbench.config import validate_and_expand
-from llmbench.limits import RunLimits
-from llmbench.runner import run_attempt
-from llmbench.runspec import RunSpec
+from llmbench.job.attempts import attempt_outcome, retry_token, run_or_salvage
+from llmbench.job.runner import run_attempt
+from llmbench.spec.config import validate_and_expand
+from llmbench.spec.limits import RunLimits
+from llmbench.spec.runspec import RunSpec
 from tests.conftest import REPO, tiny_config
 
 STEPS = 10
@@ -72,7 +72,7 @@ def test_watchdog_ends_a_silent_run_as_hang_with_stack_dumps(tmp_path) -> None:
     # py-spy's native dumps of the agent and both ranks; the ranks are in the injected hang
     dumps = [(run_dir / name).read_text() for name in record["stack_dumps"]]
     assert len(dumps) == 3, record["stack_dumps"]
-    assert sum("inject (llmbench/embedded/train.py" in d for d in dumps) == 2
+    assert sum("inject (llmbench/ranks/embedded/train.py" in d for d in dumps) == 2
     assert not list(attempt_dir.glob("stack-rank*.txt"))  # empty fallback files are dropped
     assert_nothing_left(attempt_dir)
 

@@ -3,8 +3,8 @@
 import json
 import threading
 
-from llmbench.atomic import write_json_atomic
-from llmbench.runner import attempt_numbers, new_attempt_dir
+from llmbench.files.atomic import write_json_atomic
+from llmbench.job.runner import attempt_numbers, new_attempt_dir
 
 
 def test_attempts_count_up_and_keep_earlier_ones(tmp_path) -> None:

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
-from llmbench.scaling_tables import scaling_html, scaling_markdown, scaling_tables
+from llmbench.report.scaling_tables import scaling_html, scaling_markdown, scaling_tables
 from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
 
 SCALES = (8, 16, 32)

@@ -1,4 +1,4 @@
-"""The checked config kept for Snakemake's in-job processes (llmbench.spec_cache): read
+"""The checked config kept for Snakemake's in-job processes (llmbench.workflow.spec_cache): read
 back only for the same check, rebuilt (None) for anything else."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llmbench import spec_cache
-from llmbench.catalog import load_catalog
-from llmbench.config import run_specs, validate_config, workflow_config
 from llmbench.launch.variants import VARIANTS
-from llmbench.runspec import RunSpec
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import run_specs, validate_config, workflow_config
+from llmbench.spec.runspec import RunSpec
+from llmbench.workflow import spec_cache
 from tests.conftest import tiny_config
 
 SITE = {"launcher": "srun", "master_addr": "127.0.0.1"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.catalog import load_catalog, published_results
-from llmbench.catalog.published import (
+from llmbench.spec.catalog import load_catalog, published_results
+from llmbench.spec.catalog.published import (
     agrees,
     disagreements,
     load_examples,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from llmbench.config import run_specs, validate_config
-from llmbench.stage import (
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.stage import (
     checkpoint_source,
     checkpoint_space_warning,
     free_bytes,

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from llmbench.limits import RunLimits
-from llmbench.supervise import STOP_SIGNALS, Ended, Outcome, last_line, supervise
+from llmbench.job.supervise import STOP_SIGNALS, Ended, Outcome, last_line, supervise
+from llmbench.spec.limits import RunLimits
 
 
 def pids_in(log: Path) -> list[int]:
@@ -119,8 +119,8 @@ def test_environment_and_folder_reach_the_command(tmp_path) -> None:
 SUPERVISOR = """
 import sys
 from pathlib import Path
-from llmbench.limits import RunLimits
-from llmbench.supervise import supervise
+from llmbench.spec.limits import RunLimits
+from llmbench.job.supervise import supervise
 script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"
 supervise(["bash", "-c", script], Path(sys.argv[1]), RunLimits(600, 600, 600), poll_s=0.2)
 print("supervise returned")
@@ -182,7 +182,7 @@ def test_a_stopped_supervisor_ends_the_run_first(tmp_path, sig) -> None:
 
 LOST_WORKFLOW = """
 import os, subprocess, sys
-from llmbench.sweep_processes import mark_workflow_process
+from llmbench.job.sweep_processes import mark_workflow_process
 mark_workflow_process(os.environ)  # this process plays Snakemake
 job = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
 print(job.pid, flush=True)
@@ -191,9 +191,9 @@ job.wait()
 JOB = """
 import sys
 from pathlib import Path
-from llmbench.limits import RunLimits
-from llmbench.supervise import supervise
-from llmbench.sweep_processes import workflow_process
+from llmbench.spec.limits import RunLimits
+from llmbench.job.supervise import supervise
+from llmbench.job.sweep_processes import workflow_process
 script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"
 outcome = supervise(["bash", "-c", script], Path(sys.argv[1]), RunLimits(600, 600, 600),
                     poll_s=0.2, grace_s=5, workflow=workflow_process())

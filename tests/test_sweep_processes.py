@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from llmbench.aggregate import overlap_text
-from llmbench.runner import end_earlier_attempts, new_attempt_dir, overlap
-from llmbench.sweep_processes import (
+from llmbench.aggregate.runs_and_steps import overlap_text
+from llmbench.job.runner import end_earlier_attempts, new_attempt_dir, overlap
+from llmbench.job.sweep_processes import (
     ATTEMPT_ENV,
     WORKFLOW_ENV,
     attempt_mark,
@@ -112,14 +112,14 @@ def test_the_runs_table_names_each_overlapping_attempt_once() -> None:
 
 WORKFLOW = """
 import os, subprocess, sys
-from llmbench.sweep_processes import mark_workflow_process
+from llmbench.job.sweep_processes import mark_workflow_process
 mark_workflow_process(os.environ)
 child = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]])
 sys.exit(child.wait())
 """
 ASK = """
 import json, os, sys
-from llmbench.sweep_processes import WORKFLOW_ENV, workflow_process
+from llmbench.job.sweep_processes import WORKFLOW_ENV, workflow_process
 env = dict(os.environ)
 if len(sys.argv) > 1:
     env[WORKFLOW_ENV] = sys.argv[1]

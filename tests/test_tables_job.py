@@ -1,4 +1,4 @@
-"""The aggregate job (``llmbench.tables``) on real run folders: every output file written,
+"""The aggregate job (``llmbench.aggregate.job``) on real run folders: every output file written,
 one row per run, and the same tables as the column-wise functions give."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from llmbench.aggregate import runs_table_from_frames, spec_row, steps_table_from_frame
-from llmbench.reference import references_for
-from llmbench.tables import OUTPUTS, aggregate_sweep, read_sweep, write_sweep_tables
+from llmbench.aggregate.job import OUTPUTS, aggregate_sweep, read_sweep, write_sweep_tables
+from llmbench.aggregate.reference import references_for
+from llmbench.aggregate.runs_and_steps import (
+    runs_table_from_frames,
+    spec_row,
+    steps_table_from_frame,
+)
 from tests.test_aggregate import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
 
 
@@ -72,7 +76,7 @@ def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> N
 
 @pytest.mark.skipif(sys.platform != "linux", reason="pyarrow's Linux wheels bundle jemalloc")
 def test_every_stage_of_the_tables_allocates_arrow_memory_from_jemalloc(tmp_path) -> None:
-    """llmbench.arrow_memory: the pool that keeps the steps table's string columns off
+    """llmbench.aggregate.arrow_memory: the pool that keeps the steps table's string columns off
     freshly zeroed huge pages, for the whole job and only for it."""
     paths, _, outputs = two_run_folders(tmp_path)
     pools: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""What the workflow asks per run (``llmbench.wiring``): constants folded, callables with a
+"""What the workflow asks per run (``llmbench.workflow.wiring``): constants folded, callables with a
 stored signature, per-run Slurm resources, labels and files."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from snakemake.common import get_function_params, get_input_function_aux_params
 from snakemake.resources import Resource
 
-from llmbench.config import run_specs, validate_and_expand, validate_config
-from llmbench.wiring import (
+from llmbench.spec.config import run_specs, validate_and_expand, validate_config
+from llmbench.workflow.wiring import (
     find_file,
     label_values,
     launch_env,
@@ -118,7 +118,7 @@ def test_labels_groups_files_and_environment(tmp_path) -> None:
 def test_a_venv_run_without_container_imports_this_checkouts_source(tmp_path) -> None:
     nemo = SPECS[-1]
     bare = launch_env(dataclasses.replace(nemo, container="none"), str(tmp_path), None)
-    assert Path(bare["PYTHONPATH"], "llmbench", "wiring.py").is_file()
+    assert Path(bare["PYTHONPATH"], "llmbench", "workflow", "wiring.py").is_file()
     # In a container the image's PYTHONPATH stays its own; the embedded run needs no venv.
     assert "PYTHONPATH" not in launch_env(
         dataclasses.replace(nemo, container="enroot"), str(tmp_path), None

@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 import yaml
 
-from llmbench.config import check_config, config_schema
 from llmbench.errors import ConfigError
+from llmbench.job.runner import run_attempt
 from llmbench.launch.kubernetes import KubernetesSite, node_command, render_manifest_yaml
 from llmbench.launch.platforms import check_platforms
-from llmbench.runner import run_attempt
-from llmbench.telemetry.run import TelemetrySettings
-from llmbench.wiring import launch_env
+from llmbench.spec.config import check_config, config_schema
+from llmbench.telemetry.sampling import TelemetrySettings
+from llmbench.workflow.wiring import launch_env
 from tests.conftest import REPO, tiny_config
 from tests.kubernetes.standin_apiserver import StandInApiServer
 from tests.launch.cases import EXAMPLE_IMAGES
@@ -362,7 +362,7 @@ def test_pod_command_quotes_the_source_path_whatever_it_holds(tools, tmp_path: P
         "-m",
         "torch.distributed.run",
         "-m",
-        "llmbench.embedded.train",
+        "llmbench.ranks.embedded.train",
         "--spec",
         "run_spec.json",
     ]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from llmbench.errors import ConfigError
-from llmbench.workflow_check import check_workflow_config
+from llmbench.workflow.config_check import check_workflow_config
 from tests.bad_inputs.cases import BASE
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
 from tests.conftest import REPO, snakemake

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.atomic import write_json_atomic
-from llmbench.attempts import attempt_history
-from llmbench.runner import new_attempt_dir
+from llmbench.files.atomic import write_json_atomic
+from llmbench.job.attempts import attempt_history
+from llmbench.job.runner import new_attempt_dir
 from tests.bad_inputs.checks import one_error_line
 from tests.conftest import REPO, tiny_config, write_config
 
@@ -95,8 +95,8 @@ def test_a_job_that_runs_out_of_space_says_where_in_one_line(tmp_path: Path) -> 
     """WF4b: a job on a full disk died with exit status 120 and an empty log."""
     disk = tmp_path / "disk"
     job = (
-        "import sys; from llmbench.job_log import job_log; "
-        "from llmbench.atomic import write_json_atomic; "
+        "import sys; from llmbench.files.job_log import job_log; "
+        "from llmbench.files.atomic import write_json_atomic; "
         "job_log('job.log', ['out.json']); "
         "print('a line for the log', file=sys.stderr); "
         "write_json_atomic('out.json', {'x': 'y' * 100000})"

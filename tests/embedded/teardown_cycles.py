@@ -1,7 +1,7 @@
 """Open, use and tear down a gloo group with a DDP model many times in one process.
 
 Run under torchrun with 2 ranks: ``python -m tests.embedded.teardown_cycles safe|unsafe N``.
-``safe`` goes through ``llmbench.embedded.process_group``; ``unsafe`` is the order that
+``safe`` goes through ``llmbench.ranks.embedded.process_group``; ``unsafe`` is the order that
 deadlocked (the group destroyed while the DDP reducer still holds it), kept as the control
 that shows the test can see the deadlock.
 """
@@ -14,7 +14,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from llmbench.embedded.process_group import GroupHolders, process_group
+from llmbench.ranks.embedded.process_group import GroupHolders, process_group
 
 
 def steps(model: torch.nn.Module, rank: int) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from llmbench.atomic import write_json_atomic
+from llmbench.files.atomic import write_json_atomic
 from llmbench.history.sweep import stamp_sweep
 from tests.sweep_tables import nemo_8b, sweep_tables
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from llmbench.aggregate.reference import builtin_references, load_references
 from llmbench.history.store import add_sweep, open_history, sweep_index
 from llmbench.history.trends import trend_frame, write_sweep_trends
-from llmbench.reference import builtin_references, load_references
 from tests.history.results import write_results
 
 

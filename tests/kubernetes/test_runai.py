@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.config import run_specs, validate_config
 from llmbench.errors import ConfigError
 from llmbench.launch.platforms import check_platforms
 from llmbench.launch.runai import RunaiClient, RunaiSite, render_payload_json, submit_and_wait
 from llmbench.launch.script import render_launch_script
 from llmbench.parsers import parse_log
-from llmbench.runspec import RunSpec
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.runspec import RunSpec
 from tests.kubernetes.standin_apiserver import RUNAI_PROJECT, StandInApiServer
 
 GOLDEN = Path(__file__).parent / "golden"

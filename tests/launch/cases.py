@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from llmbench.catalog import load_catalog
-from llmbench.config import run_specs, validate_config
 from llmbench.launch.variants import VARIANTS
-from llmbench.runspec import RunSpec
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.runspec import RunSpec
 from tests.conftest import tiny_config
 
 EXAMPLE_IMAGES = {

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from llmbench.entrypoints import maxtext, megatron_bridge, nemo2
-from llmbench.entrypoints.common import EntryOptions, apply_overrides, parse_args
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import FROM_SOURCE
+from llmbench.ranks.entrypoints import maxtext, megatron_bridge, nemo2
+from llmbench.ranks.entrypoints.common import EntryOptions, apply_overrides, parse_args
 from tests.launch.cases import first_scale_specs
 
 SPECS = {s.workload: s for s in first_scale_specs() if s.variant == "perf"}
@@ -91,12 +91,12 @@ def test_parse_args_reads_the_spec(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["nemo2", "megatron_bridge", "maxtext"])
 def test_entry_point_runs_from_an_uninstalled_source_tree(name: str, tmp_path) -> None:
-    """As in the container: ``python3 <src>/llmbench/entrypoints/from_source.py
-    llmbench.entrypoints.<name> --help``, from a copy of the source that nothing installed."""
+    """As in the container: ``python3 <src>/llmbench/ranks/entrypoints/from_source.py
+    llmbench.ranks.entrypoints.<name> --help``, from a copy of the source that nothing installed."""
     src = tmp_path / "mount"
-    shutil.copytree(Path(nemo2.__file__).resolve().parents[1], src / "llmbench")
+    shutil.copytree(Path(nemo2.__file__).resolve().parents[2], src / "llmbench")
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(src / FROM_SOURCE), f"llmbench.entrypoints.{name}",
+        [sys.executable, "-I", "-S", str(src / FROM_SOURCE), f"llmbench.ranks.entrypoints.{name}",
          "--help"],
         capture_output=True, text=True, check=False, cwd=tmp_path,
     )  # fmt: skip
@@ -108,9 +108,9 @@ def test_entry_point_runs_from_an_uninstalled_source_tree(name: str, tmp_path) -
 
 
 def test_from_source_names_what_it_runs(tmp_path) -> None:
-    from_source = Path(nemo2.__file__).resolve().parents[2] / FROM_SOURCE
+    from_source = Path(nemo2.__file__).resolve().parents[3] / FROM_SOURCE
     proc = subprocess.run(
         [sys.executable, "-I", "-S", str(from_source), "os"], capture_output=True, text=True
     )
     assert proc.returncode == 1
-    assert "llmbench.entrypoints.<name>" in proc.stderr and "\n" not in proc.stderr.strip()
+    assert "llmbench.ranks.entrypoints.<name>" in proc.stderr and "\n" not in proc.stderr.strip()

@@ -13,7 +13,7 @@ import sys
 
 from case_runner import run_cases  # beside this script (run as a file)
 
-from llmbench.entrypoints import megatron_bridge
+from llmbench.ranks.entrypoints import megatron_bridge
 
 
 def versions() -> dict[str, str]:

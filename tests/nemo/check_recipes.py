@@ -11,8 +11,8 @@ import sys
 
 from case_runner import run_cases  # beside this script (run as a file)
 
-from llmbench.entrypoints import nemo2
-from llmbench.entrypoints.common import parse_args
+from llmbench.ranks.entrypoints import nemo2
+from llmbench.ranks.entrypoints.common import parse_args
 
 
 def check(argv: list[str]) -> None:

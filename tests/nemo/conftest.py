@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.stage import VENV_MARKER
-from llmbench.venv import build_venv
+from llmbench.setup.venv import build_venv
+from llmbench.spec.stage import VENV_MARKER
 
 REPO = Path(__file__).resolve().parents[2]
 NEMO_REQUIREMENTS = REPO / "envs" / "venv-nemo2.txt"

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from llmbench.entrypoints import nemo2
-from llmbench.entrypoints.common import EntryOptions, decide_requirements, read_spec
+from llmbench.ranks.entrypoints import nemo2
+from llmbench.ranks.entrypoints.common import EntryOptions, decide_requirements, read_spec
 
 HF_LLAMA3_VOCAB = 128256
 """len(AutoTokenizer('meta-llama/Meta-Llama-3-8B')): the reference's Llama tokenizer."""

@@ -1,6 +1,6 @@
 """Every NeMo 2 catalog row's recipe, built and checked by the real NeMo toolkit on a CPU.
 
-The venv comes from ``envs/venv-nemo2.txt`` through ``llmbench.venv.build_venv`` (the
+The venv comes from ``envs/venv-nemo2.txt`` through ``llmbench.setup.venv.build_venv`` (the
 code the workflow's venv rule runs; tests/nemo/conftest.py) and is reused while its
 requirements are unchanged. It is ~3 GB, so the test runs in CI (``CI=true``) or with
 ``LLMBENCH_NEMO=1``.
@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llmbench.catalog import load_catalog
-from llmbench.config import run_specs, validate_config
 from llmbench.launch.shell import join
 from llmbench.launch.variants import variant_parts
-from llmbench.runspec import RunSpec
+from llmbench.spec.catalog import load_catalog
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.spec.runspec import RunSpec
 
 pytestmark = pytest.mark.nemo
 
@@ -154,7 +154,7 @@ STEP_CLOCK_SCRIPT = """
 import csv, sys, time
 import torch
 from lightning.pytorch import LightningModule, Trainer
-from llmbench.entrypoints.lightning_clock import StepClock
+from llmbench.ranks.entrypoints.lightning_clock import StepClock
 
 class Tiny(LightningModule):
     def __init__(self):
@@ -197,11 +197,11 @@ def test_recipe_with_telemetry_has_the_step_clock(nemo_python: Path, tmp_path) -
     spec = next(s for s in catalog_specs() if s.size == "8b" and s.dtype == "bf16")
     argv = entry_argv(spec, tmp_path, tmp_path / "stage")
     env = nemo_env(LLMBENCH_TELEMETRY="1")
-    module = "llmbench.entrypoints.nemo2"
+    module = "llmbench.ranks.entrypoints.nemo2"
     proc = subprocess.run(
         [str(nemo_python), "-m", module, *argv], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     recipe = (tmp_path / f"{spec.run_id}.yaml").read_text()
-    assert "llmbench.entrypoints.lightning_clock.StepClock" in recipe, recipe[-3000:]
+    assert "llmbench.ranks.entrypoints.lightning_clock.StepClock" in recipe, recipe[-3000:]

@@ -7,7 +7,7 @@ import pytest
 from llmbench.errors import ConfigError
 from llmbench.preflight.gate import gate, nodes_table
 from llmbench.preflight.gpu import expected_bandwidth
-from llmbench.preflight.settings import PreflightSettings
+from llmbench.spec.preflight_settings import PreflightSettings
 
 
 def settings(gpu_type: str = "cpu", needed: int = 1) -> PreflightSettings:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
 from llmbench.preflight.node import fabric_result, gpu_result, render_fabric, render_gpu_preflight
-from llmbench.preflight.settings import PreflightSettings
+from llmbench.spec.preflight_settings import PreflightSettings
 from tests.conftest import REPO
 
 HEALTH = """\

@@ -2,7 +2,7 @@
 the local cluster: exclusive nodes, all of their memory, all of their CPUs (the reference's
 ``--exclusive --mem=0``, no ``--cpus-per-task``), read back with ``scontrol show job``.
 
-The job is one rule with exactly the training rule's resources (``llmbench.slurm``), in a
+The job is one rule with exactly the training rule's resources (``llmbench.launch.slurm``), in a
 small Snakefile, because the training rule needs an image or a framework venv first; a
 second test pins the training rule to the same resource names."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.config import run_specs, validate_config
-from llmbench.slurm import slurm_resources
+from llmbench.launch.slurm import slurm_resources
+from llmbench.spec.config import run_specs, validate_config
 from tests.conftest import REPO
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
@@ -29,8 +29,8 @@ NODE_CPUS, NODE_MEM_MB = 16, 64000
 
 SNAKEFILE = """
 import os
-from llmbench.config import run_specs, validate_config
-from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
+from llmbench.spec.config import run_specs, validate_config
+from llmbench.launch.slurm import SBATCH_ENVIRONMENT, slurm_resources
 
 for name, value in SBATCH_ENVIRONMENT.items():  # as workflow/rules/common.smk
     os.environ.setdefault(name, value)

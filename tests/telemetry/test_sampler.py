@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from llmbench.telemetry.frames import read_samples
-from llmbench.telemetry.run import TelemetrySettings, sampler_command
+from llmbench.telemetry.sampling import TelemetrySettings, sampler_command
 from tests.telemetry.conftest import node_tree, write_counter
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from llmbench.telemetry.frames import read_samples
 from llmbench.telemetry.nvidia_smi import query_command
-from llmbench.telemetry.run import TelemetrySettings, sampler_command
 from llmbench.telemetry.sampler import gpu_raw_path
+from llmbench.telemetry.sampling import TelemetrySettings, sampler_command
 
 HEADER = (
     "timestamp, index, power.draw [W], clocks.current.sm [MHz], clocks.current.memory [MHz], "

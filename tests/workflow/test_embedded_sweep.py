@@ -76,7 +76,7 @@ def test_run_folder_holds_launch_log_and_provenance(finished_sweep: Sweep) -> No
         record = json.loads((run_dir / "run.json").read_text())
         attempt = run_dir / record["attempt_dir"]
         assert (attempt / "launch.sh").read_text().startswith("#!/usr/bin/env bash")
-        assert "llmbench.embedded.train" in (attempt / "launch.sh").read_text()
+        assert "llmbench.ranks.embedded.train" in (attempt / "launch.sh").read_text()
         log = (attempt / "train.log").read_text()
         assert log.count("train_step_timing in s:") == TINY_STEPS
         assert record["exit_code"] == 0

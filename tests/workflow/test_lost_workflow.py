@@ -20,7 +20,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from llmbench.sweep_processes import ATTEMPT_ENV
+from llmbench.job.sweep_processes import ATTEMPT_ENV
 from tests.conftest import snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.stage import VENV_MARKER
+from llmbench.spec.stage import VENV_MARKER
 from tests.conftest import REPO, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
@@ -95,7 +95,7 @@ def test_setup_rules_run_for_real_and_only_once(workdir: Path) -> None:
     assert any(line.startswith("pip==") for line in marker.splitlines())
     venv_python = workdir / "results/stage/venv/bin/python"
     check = entry_point_file(venv_python)
-    assert check == str(REPO / "src" / "llmbench" / "entrypoints" / "nemo2.py")
+    assert check == str(REPO / "src" / "llmbench" / "ranks" / "entrypoints" / "nemo2.py")
     again = snakemake(workdir, "-n")
     counts = job_counts(again.stdout)
     assert "import_image" not in counts and "training_venv" not in counts
@@ -108,7 +108,7 @@ def test_setup_rules_run_for_real_and_only_once(workdir: Path) -> None:
 def entry_point_file(python: Path) -> str:
     """The entry point module as the venv's interpreter finds it (via the .pth file)."""
     out = subprocess.run(
-        [str(python), "-c", "import llmbench.entrypoints.nemo2 as m; print(m.__file__)"],
+        [str(python), "-c", "import llmbench.ranks.entrypoints.nemo2 as m; print(m.__file__)"],
         capture_output=True,
         text=True,
         check=True,

@@ -52,7 +52,7 @@ rule aggregate:
         "results/logs/aggregate.log",
     conda:
         "../../envs/llmbench.yaml"
-    # the steps table and its Parquet are built on a second thread (llmbench.tables)
+    # the steps table and its Parquet are built on a second thread (llmbench.aggregate.job)
     threads: 2
     params:
         train_tokens=CONFIG["total_tokens"],

@@ -5,13 +5,13 @@ import sys
 from pathlib import Path
 
 
-from llmbench import spec_cache, wiring
-from llmbench.attempts import retry_token
-from llmbench.disk_space import low_space
+from llmbench.workflow import spec_cache, wiring
+from llmbench.job.attempts import retry_token
+from llmbench.files.disk_space import low_space
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS, missing_secret
-from llmbench.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
-from llmbench.slurm import SBATCH_ENVIRONMENT, slurm_resources
-from llmbench.stage import (
+from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
+from llmbench.launch.slurm import SBATCH_ENVIRONMENT, slurm_resources
+from llmbench.spec.stage import (
     IMAGES_DIR,
     checkpoint_source,
     checkpoint_space_warning,
@@ -24,14 +24,14 @@ from llmbench.stage import (
     venv_requirements_path,
 )
 from llmbench.errors import ConfigError
-from llmbench.sweep_processes import mark_workflow_process
+from llmbench.job.sweep_processes import mark_workflow_process
 
 # Before any job exists: resource evaluation then skips a signature parse per resource.
 wiring.store_resource_evaluate_params()
 # Relative setup files: the working directory first, else this workflow's folder.
 _BASE_DIRS = [Path.cwd(), Path(workflow.basedir)]
 # Snakemake reads this file again inside every job (twice per job under Slurm): there the
-# config and run specs the main process checked are read back (llmbench.spec_cache), and
+# config and run specs the main process checked are read back (llmbench.workflow.spec_cache), and
 # warnings meant for the person who started the sweep are left to the main process.
 MAIN_PROCESS = workflow.is_main_process
 if MAIN_PROCESS:
@@ -39,7 +39,7 @@ if MAIN_PROCESS:
     _space = low_space([Path.cwd(), Path("results")])
     if _space:
         sys.exit(f"llmbench: error: {_space}")
-    # The train jobs this process runs end their run when it is gone (llmbench.supervise).
+    # The train jobs this process runs end their run when it is gone (llmbench.job.supervise).
     mark_workflow_process(os.environ)
 SPEC_CACHE = ".snakemake/llmbench/specs.json"
 _checked = None
@@ -47,7 +47,7 @@ if not MAIN_PROCESS:
     _checked = spec_cache.read_specs(SPEC_CACHE, CONFIG_FILE, config, _BASE_DIRS)
 if _checked is None:
     # The full check (the schema, the catalog's rules): imported only where it runs.
-    from llmbench.workflow_check import check_workflow_config
+    from llmbench.workflow.config_check import check_workflow_config
 
     try:
         # The Snakefile names no `configfile:`: config.yaml is read by the same loader and
@@ -86,7 +86,7 @@ onstart:
 _missing = wiring.missing_embedded_packages(_specs)
 if _missing:  # before any run: a plain `pip install .` has no torch
     sys.exit(f"llmbench: error: {_missing}")
-# sbatch reads a training job's "all of the node's memory" from here (llmbench.slurm).
+# sbatch reads a training job's "all of the node's memory" from here (llmbench.launch.slurm).
 for _name, _value in SBATCH_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 STAGE = CONFIG["stage_path"]
@@ -112,7 +112,7 @@ def _train_params(run):
     # Once per run: Snakemake evaluates params several times per job.
     return {
         "spec": RUNS[run].to_dict(),
-        # Changes exactly when the reported attempt did not succeed (llmbench.attempts),
+        # Changes exactly when the reported attempt did not succeed (llmbench.job.attempts),
         # so rerunning the same command redoes failed runs and keeps the rest.
         "retry_of": retry_token(
             f"results/runs/{run}", CONFIG["failures"]["keep_failed"]

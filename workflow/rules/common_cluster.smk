@@ -2,7 +2,7 @@
 # sweep-wide telemetry outputs (docs/preflight.md, docs/telemetry.md).
 import json
 
-from llmbench.preflight.settings import resolve_preflight
+from llmbench.spec.preflight_settings import resolve_preflight
 
 try:
     PREFLIGHT = resolve_preflight(

@@ -1,8 +1,8 @@
 from pathlib import Path
 
+from llmbench.aggregate.job import aggregate_sweep
+from llmbench.files.job_log import job_log
 from llmbench.history.sweep import stamp_sweep
-from llmbench.job_log import job_log
-from llmbench.tables import aggregate_sweep
 
 job_log(snakemake.log[0], list(snakemake.output))
 params = snakemake.params

@@ -1,7 +1,7 @@
 import json
 
-from llmbench.embedded.peak import measure_peak
-from llmbench.job_log import job_log
+from llmbench.files.job_log import job_log
+from llmbench.ranks.embedded.peak import measure_peak
 
 job_log(snakemake.log[0], list(snakemake.output))
 with open(snakemake.output.peak, "w") as fh:

@@ -1,7 +1,7 @@
 import sys
 
+from llmbench.aggregate.reference import references_for
 from llmbench.history.trends import write_sweep_trends
-from llmbench.reference import references_for
 
 sys.stderr = open(snakemake.log[0], "w")
 write_sweep_trends(

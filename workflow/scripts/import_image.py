@@ -1,5 +1,5 @@
-from llmbench.containers import import_image
-from llmbench.job_log import job_log
+from llmbench.files.job_log import job_log
+from llmbench.setup.containers import import_image
 
 job_log(snakemake.log[0], list(snakemake.output))
 params = snakemake.params

@@ -1,8 +1,8 @@
 import sys
 from pathlib import Path
 
-from llmbench.job_log import job_log
-from llmbench.plots import plot_group_files
+from llmbench.files.job_log import job_log
+from llmbench.report.scaling_plots import plot_group_files
 
 job_log(snakemake.log[0], list(snakemake.output))
 inputs, group = snakemake.input, snakemake.wildcards.group

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from llmbench.job_log import job_log
-from llmbench.telemetry.plot import plot_group_telemetry
+from llmbench.files.job_log import job_log
+from llmbench.report.telemetry_plot import plot_group_telemetry
 
 job_log(snakemake.log[0], list(snakemake.output))
 wanted = list(snakemake.params.runs)

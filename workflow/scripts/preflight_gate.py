@@ -1,9 +1,9 @@
 import sys
 
 from llmbench.errors import LlmbenchError
-from llmbench.job_log import job_log
-from llmbench.preflight.run import write_gate
-from llmbench.preflight.settings import settings_from_dict
+from llmbench.files.job_log import job_log
+from llmbench.preflight.gate_job import write_gate
+from llmbench.spec.preflight_settings import settings_from_dict
 
 job_log(snakemake.log[0], list(snakemake.output))
 try:

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from llmbench.atomic_tables import write_parquet_atomic
-from llmbench.job_log import job_log
+from llmbench.files.atomic_tables import write_parquet_atomic
+from llmbench.files.job_log import job_log
 from llmbench.telemetry.results import sweep_samples
 
 job_log(snakemake.log[0], list(snakemake.output))

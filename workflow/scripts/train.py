@@ -6,8 +6,8 @@ ranks have run: the job's time before its ranks start does not include loading t
 import sys
 from pathlib import Path
 
-from llmbench.attempts import WorkflowLostError, train_job
-from llmbench.job_log import job_log
+from llmbench.files.job_log import job_log
+from llmbench.job.attempts import WorkflowLostError, train_job
 
 job_log(snakemake.log[0], list(snakemake.output))
 try:
@@ -21,6 +21,6 @@ try:
 except WorkflowLostError as lost:
     sys.exit(f"llmbench: {lost}")  # one line in the job's log: nobody waits for the rest
 
-from llmbench.train_outputs import write_train_outputs  # noqa: E402  (see the docstring)
+from llmbench.job.train_outputs import write_train_outputs  # noqa: E402  (see the docstring)
 
 write_train_outputs(record, dict(snakemake.output.items()))

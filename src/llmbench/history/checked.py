@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from llmbench.errors import ConfigError
-from llmbench.regular_file import read_regular, why_unreadable
+from llmbench.files.regular_file import read_regular, why_unreadable
 
 RECORD_SHA256 = "record_sha256"
 FILE_SHA256 = {"runs": "runs_file_sha256", "steps": "steps_file_sha256"}

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 
+from llmbench.aggregate.reference import builtin_references
 from llmbench.errors import ConfigError
 from llmbench.history.read import SweepReader
 from llmbench.history.select import Selector, parse_selector, resolve
@@ -37,7 +38,6 @@ from llmbench.history.stats import (
     verdict,
 )
 from llmbench.history.store import History, sweep_index
-from llmbench.reference import builtin_references
 
 KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
 RUN_PROVENANCE = (

@@ -1,6 +1,6 @@
 """What a side of ``llmbench compare`` names: sweeps of the history, or the references.
 
-A selector is ``published`` (the spec's published step times, ``llmbench.reference``)
+A selector is ``published`` (the spec's published step times, ``llmbench.aggregate.reference``)
 or comma-separated terms, all of which a sweep must match:
 
 - ``sweep=<id>`` or a bare ``<id>``; ``latest`` (the newest of the sweeps the other

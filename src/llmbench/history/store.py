@@ -36,8 +36,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from llmbench.atomic import write_json_atomic
 from llmbench.errors import ConfigError
+from llmbench.files.atomic import write_json_atomic
+from llmbench.files.regular_file import read_regular, why_unreadable
 from llmbench.history.checked import (
     CHECKSUM_FIELDS,
     FILE_SHA256,
@@ -52,7 +53,6 @@ from llmbench.history.checked import (
     stored_bytes,
 )
 from llmbench.history.sweep import RECORD_FIELDS, SCHEMA_VERSION, SWEEP_FILE, read_sweep
-from llmbench.regular_file import read_regular, why_unreadable
 
 TABLES = ("steps", "runs", "sweep")
 """In writing order: ``sweep`` last, the commit marker."""

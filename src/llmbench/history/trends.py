@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pyarrow.dataset as ds
 
+from llmbench.aggregate.reference import REFERENCE_KEYS
 from llmbench.history.read import SweepReader
 from llmbench.history.store import History, open_history, sweep_index
 from llmbench.history.sweep import read_sweep
-from llmbench.reference import REFERENCE_KEYS
 
 TREND_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
 TREND_COLUMNS = (*TREND_KEYS, "status", "step_time_mean_s", "sweep_id")

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
-from llmbench.runspec import RunSpec
-from llmbench.runspec import parity_settings as settings
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.runspec import parity_settings as settings
 
 SPEC_FILE = "run_spec.json"
 
 ENTRY_MODULES = {
-    "torch": "llmbench.embedded.train",
-    "nemo2": "llmbench.entrypoints.nemo2",
-    "megatron-bridge": "llmbench.entrypoints.megatron_bridge",
-    "maxtext": "llmbench.entrypoints.maxtext",
-    "megatron-core": "llmbench.entrypoints.megatron_core",
+    "torch": "llmbench.ranks.embedded.train",
+    "nemo2": "llmbench.ranks.entrypoints.nemo2",
+    "megatron-bridge": "llmbench.ranks.entrypoints.megatron_bridge",
+    "maxtext": "llmbench.ranks.entrypoints.maxtext",
+    "megatron-core": "llmbench.ranks.entrypoints.megatron_core",
 }
 """Entry point module per ``spec.framework``."""
 
 CONTAINER_SRC = "/opt/llmbench/src"
 """Where the host's llmbench source is mounted inside a container (read-only)."""
-FROM_SOURCE = "llmbench/entrypoints/from_source.py"
+FROM_SOURCE = "llmbench/ranks/entrypoints/from_source.py"
 """Runs an entry point from that mount (relative to it)."""
 
 

@@ -32,8 +32,8 @@ import yaml
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
-from llmbench.runspec import RunSpec
-from llmbench.value_checks import DEFAULT_POLL_S
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.value_checks import DEFAULT_POLL_S
 
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"

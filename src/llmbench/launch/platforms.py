@@ -13,8 +13,8 @@ from typing import Any
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import MANIFEST_FILE, KubernetesSite, render_manifest_yaml
 from llmbench.launch.runai import PAYLOAD_FILE, RunaiSite, render_payload_json
-from llmbench.runspec import RunSpec
-from llmbench.value_checks import PLATFORM_LAUNCHERS
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.value_checks import PLATFORM_LAUNCHERS
 
 __all__ = [
     "PLATFORM_LAUNCHERS",

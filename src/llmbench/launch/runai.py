@@ -46,8 +46,8 @@ from llmbench.launch.kubernetes import (
     write_record,
 )
 from llmbench.launch.shell import join
-from llmbench.runspec import RunSpec
-from llmbench.value_checks import DEFAULT_POLL_S, DEFAULT_SECRET_ENV
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.value_checks import DEFAULT_POLL_S, DEFAULT_SECRET_ENV
 
 PAYLOAD_FILE = "payload.json"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})

@@ -24,8 +24,8 @@ from llmbench.launch.srun import (
     srun_words,
 )
 from llmbench.launch.variants import variant_parts
-from llmbench.runspec import RunSpec
-from llmbench.stage import image_import
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.stage import image_import
 
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
 

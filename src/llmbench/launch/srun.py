@@ -6,9 +6,9 @@ from __future__ import annotations
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.shell import Raw, Word
-from llmbench.runspec import RunSpec
-from llmbench.runspec import parity_settings as settings
-from llmbench.stage import ImageImport
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
 MASTER_PORT_SPAN = 20000
@@ -67,7 +67,7 @@ VBOOST = "sudo -n nvidia-smi boost-slider --vboost 1"
 
 def allocation_comment(spec: RunSpec) -> list[str]:
     """The job's allocation as the reference asks it (sbatch options from the job's Slurm
-    resources, ``llmbench.slurm.slurm_resources``), stated where a reader looks."""
+    resources, ``llmbench.launch.slurm.slurm_resources``), stated where a reader looks."""
     sbatch = settings(spec.parity, "sbatch")
     if not sbatch:
         return []

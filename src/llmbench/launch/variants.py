@@ -12,9 +12,9 @@ from typing import Any
 
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word, join
-from llmbench.profiling import default_profile, parse_ranks
-from llmbench.runspec import RunSpec
-from llmbench.stage import save_run_of
+from llmbench.spec.profiling import default_profile, parse_ranks
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.stage import save_run_of
 
 VARIANTS = ("perf", "profile", "nccltrace", "ckpt-save", "ckpt-load")
 

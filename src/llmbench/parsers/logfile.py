@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from llmbench.errors import ConfigError, ParseError
-from llmbench.metrics import DEFAULT_WINDOW
 from llmbench.parsers import steps as step_lines
 from llmbench.parsers.failures import FAILURE_NEEDLES, FailureTracker
 from llmbench.parsers.nccl import CollectiveSummary, summarize_nccl_trace
@@ -33,6 +32,7 @@ from llmbench.parsers.scan import (
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
 from llmbench.parsers.vocabulary import Framework, Reason
 from llmbench.parsers.window import Window, as_window
+from llmbench.spec.metrics import DEFAULT_WINDOW
 
 DEFAULT_TAIL_BYTES = 32 << 20
 """Failure markers are looked for in the last 32 MiB only: a failure ends the job, so its

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from llmbench.errors import ConfigError
-from llmbench.metrics import DEFAULT_WINDOW
+from llmbench.spec.metrics import DEFAULT_WINDOW
 
 _RANGE = re.compile(r"^\s*(\d{1,12})\s*-\s*(\d{1,12})\s*$")
 _LAST = re.compile(r"^\s*last\s*:\s*(\d+)\s*$")

@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from llmbench.embedded.process_group import process_group
-from llmbench.embedded.train import FAULT_ENV, Fault, fault_for, inject
+from llmbench.ranks.embedded.process_group import process_group
+from llmbench.ranks.embedded.train import FAULT_ENV, Fault, fault_for, inject
 
 DEFAULT_SIZES = tuple(8 * 8**k for k in range(8))
 """8 B to 16 MiB, a factor of 8 apart (nccl-tests' ``-b 8 -e <max> -f 8``)."""

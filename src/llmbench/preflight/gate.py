@@ -17,7 +17,7 @@ import pandas as pd
 
 from llmbench.errors import ConfigError
 from llmbench.preflight.gpu import expected_bandwidth
-from llmbench.preflight.settings import PreflightSettings
+from llmbench.spec.preflight_settings import PreflightSettings
 
 NODE_DTYPES = {
     "node": "string",

@@ -27,7 +27,7 @@ from llmbench.preflight.gpu import (
     parse_nccl_tests,
     parse_nvlink_status,
 )
-from llmbench.preflight.settings import PreflightSettings
+from llmbench.spec.preflight_settings import PreflightSettings
 
 SECTION = "### llmbench preflight: "
 SCRIPT_TIMEOUT_S = 1800

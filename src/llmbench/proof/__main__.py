@@ -11,14 +11,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from llmbench.atomic import write_json_atomic
-from llmbench.limits import RunLimits
+from llmbench.files.atomic import write_json_atomic
 from llmbench.proof.environment import environment
 from llmbench.proof.framework import SIZES, run_framework
 from llmbench.proof.node import node_checks
 from llmbench.proof.summary import write_summary
 from llmbench.proof.tables import combined_tables
 from llmbench.proof.wheels import pin_problems, wheel_problems
+from llmbench.spec.limits import RunLimits
 
 DTYPES = ("fp32", "bf16")
 GPU_TYPES = ("cpu", "local-cuda")

@@ -1,5 +1,5 @@
 """The kit's step 3: Megatron-Core's GPTModel trained through llmbench's entry point
-(``llmbench.entrypoints.megatron_core``), run like every other run: its own run folder
+(``llmbench.ranks.entrypoints.megatron_core``), run like every other run: its own run folder
 with attempts, ``launch.sh``, the supervisor's limits, telemetry beside it and the same
 parsed outputs (``run.json``, ``summary.json``, ``steps.parquet``, ``energy.json``), so
 its rows join the embedded runs' in the same tables (``llmbench.proof.tables``).
@@ -19,20 +19,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llmbench.atomic import write_json_atomic
-from llmbench.attempts import SUMMARY_FILE, attempt_outcome
-from llmbench.embedded import workload as tiny
-from llmbench.flops import ModelShape
+from llmbench.files.atomic import write_json_atomic
+from llmbench.job.attempts import SUMMARY_FILE, attempt_outcome
+from llmbench.job.runner import RECORD_FILE, run_attempt
+from llmbench.job.train_outputs import write_train_outputs
 from llmbench.launch.entry import SPEC_FILE
-from llmbench.limits import RunLimits
-from llmbench.runner import RECORD_FILE, run_attempt
-from llmbench.runspec import ModelFields, Parallelism, RunSpec
-from llmbench.telemetry.run import TelemetrySettings
-from llmbench.train_outputs import write_train_outputs
+from llmbench.spec import embedded_workload as tiny
+from llmbench.spec.flops import ModelShape
+from llmbench.spec.limits import RunLimits
+from llmbench.spec.runspec import ModelFields, Parallelism, RunSpec
+from llmbench.telemetry.sampling import TelemetrySettings
 
 WORKLOAD = "mcore-gpt"
 FRAMEWORK = "megatron-core"
-ENTRY_MODULE = "llmbench.entrypoints.megatron_core"
+ENTRY_MODULE = "llmbench.ranks.entrypoints.megatron_core"
 FRAMEWORK_FILE = "framework.json"
 CHECK_FILE = "check.json"
 CHECK_TIMEOUT_S = 120

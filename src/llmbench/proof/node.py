@@ -24,8 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from llmbench.atomic import write_json_atomic
-from llmbench.embedded.workload import CUDA_GPU_TYPE
+from llmbench.files.atomic import write_json_atomic
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import (
     NCCL_TESTS_BINARY,
@@ -35,7 +34,8 @@ from llmbench.preflight.gpu import (
     nvlink_command,
 )
 from llmbench.preflight.node import SECTION, cpu_preflight, gpu_result, message_sizes, sections
-from llmbench.preflight.settings import PreflightSettings
+from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
+from llmbench.spec.preflight_settings import PreflightSettings
 from llmbench.telemetry.nvidia_smi import field_name
 
 NODE_FILE = "node.json"

@@ -3,7 +3,7 @@
 
 Per run: status, tokens/s, step time, achieved TFLOP/s, the peak it is measured against
 (the GPU's dense datasheet figure for ``local-cuda`` runs,
-``llmbench.embedded.cuda_summary``; the measured GEMM peak for CPU runs), MFU and joules
+``llmbench.report.cuda_summary``; the measured GEMM peak for CPU runs), MFU and joules
 per token (NaN with its reason where no energy source was readable). Per step: ok, failed
 or timed out, with the last line of its log as the reason. A run whose figures cannot be
 true (a step time that is not positive, MFU above 100 %) is ``implausible``, never a
@@ -20,12 +20,12 @@ from typing import Any
 
 import pandas as pd
 
-from llmbench.atomic import write_json_atomic, write_text_atomic
-from llmbench.embedded.cuda_summary import datasheet_peak
-from llmbench.embedded.workload import CUDA_GPU_TYPE
+from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.proof.framework import FRAMEWORK_FILE, last_line
 from llmbench.proof.node import NODE_FILE
 from llmbench.proof.tables import FRAMEWORK_RESULTS, TABLES, WORKFLOW_RESULTS
+from llmbench.report.cuda_summary import datasheet_peak
+from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
 
 STEPS_DIR = "steps"
 SUMMARY_JSON = "summary.json"

@@ -1,5 +1,5 @@
 """The kit's combined tables: the embedded workflow's runs and the framework runs, read
-and written by the aggregate rule's own code (``llmbench.tables.aggregate_sweep``) into
+and written by the aggregate rule's own code (``llmbench.aggregate.job.aggregate_sweep``) into
 ``<outdir>/tables/``, one row per run in the same columns."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from llmbench.aggregate.job import aggregate_sweep
 from llmbench.history.sweep import stamp_sweep
-from llmbench.runner import RECORD_FILE
-from llmbench.tables import aggregate_sweep
+from llmbench.job.runner import RECORD_FILE
 
 WORKFLOW_RESULTS = Path("workflow/results")
 FRAMEWORK_RESULTS = Path("framework/results")

@@ -1,4 +1,4 @@
-"""What one run attempt's telemetry left (``llmbench.telemetry.run`` starts and stops its
+"""What one run attempt's telemetry left (``llmbench.telemetry.sampling`` starts and stops its
 sampler): the samples tagged with the run, the step clock, the window energy, and the
 sweep-wide samples table. pandas and numpy: read once the ranks have run."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from llmbench.step_clock import STEP_CLOCK_FILE
+from llmbench.ranks.step_clock import STEP_CLOCK_FILE
 from llmbench.telemetry.energy import WindowEnergy, window_energy
 from llmbench.telemetry.frames import read_samples
-from llmbench.telemetry.run import SAMPLES_GLOB
 from llmbench.telemetry.sampler import status_path
+from llmbench.telemetry.sampling import SAMPLES_GLOB
 
 
 def read_step_clock(attempt_dir: Path) -> pd.DataFrame:

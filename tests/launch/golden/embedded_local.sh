@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export OMP_NUM_THREADS=1
 PYTHON="${LLMBENCH_PYTHON:-python3}"
-exec "$PYTHON" -m torch.distributed.run --standalone --nnodes=1 --nproc-per-node=2 -m llmbench.embedded.train --spec run_spec.json
+exec "$PYTHON" -m torch.distributed.run --standalone --nnodes=1 --nproc-per-node=2 -m llmbench.ranks.embedded.train --spec run_spec.json

@@ -14,4 +14,4 @@ export MASTER_ADDR="${LLMBENCH_MASTER_ADDR:-$(scontrol show hostnames "$NODELIST
 export MASTER_PORT="${LLMBENCH_MASTER_PORT:-$((20000 + SLURM_JOB_ID % 20000))}"
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 exec srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=1 \
-    "$PYTHON" -m llmbench.embedded.train --spec run_spec.json
+    "$PYTHON" -m llmbench.ranks.embedded.train --spec run_spec.json

@@ -32,4 +32,4 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
 fi
 srun --nodes=8 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FUSED_ATTN,NCCL_IB_SL,XLA_FLAGS \
-    python3 /opt/llmbench/src/llmbench/entrypoints/from_source.py llmbench.entrypoints.maxtext --spec run_spec.json --load-checkpoint "${LOAD_CHECKPOINT_PATH:-$LLMBENCH_STAGE_PATH/checkpoints/llama2-maxtext_70b_bf16_h100x64_ckpt-save}"
+    python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.maxtext --spec run_spec.json --load-checkpoint "${LOAD_CHECKPOINT_PATH:-$LLMBENCH_STAGE_PATH/checkpoints/llama2-maxtext_70b_bf16_h100x64_ckpt-save}"

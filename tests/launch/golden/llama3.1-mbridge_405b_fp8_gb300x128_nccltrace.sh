@@ -44,4 +44,4 @@ fi
 srun --nodes=32 --ntasks-per-node=4 --kill-on-bad-exit=1 \
     --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NVTE_NORM_FWD_USE_CUDNN,NVTE_NORM_BWD_USE_CUDNN,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C,PYTORCH_CUDA_ALLOC_CONF,CUDA_DEVICE_MAX_CONNECTIONS,NCCL_DEBUG,NCCL_DEBUG_SUBSYS \
     bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 2)) --membind=$((SLURM_LOCALID / 2)) "$@"' numactl \
-    python3 /opt/llmbench/src/llmbench/entrypoints/from_source.py llmbench.entrypoints.megatron_bridge --spec run_spec.json
+    python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.megatron_bridge --spec run_spec.json

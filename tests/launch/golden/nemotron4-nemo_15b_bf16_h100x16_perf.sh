@@ -40,4 +40,4 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
 fi
 srun --nodes=2 --ntasks-per-node=8 --kill-on-bad-exit=1 \
     --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NEMO_LOG_MEMORY_USAGE,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN \
-    python3 /opt/llmbench/src/llmbench/entrypoints/from_source.py llmbench.entrypoints.nemo2 --spec run_spec.json
+    python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.nemo2 --spec run_spec.json

@@ -1,0 +1,1 @@
+"""Shared file leaves, used wherever imported: atomic writes, regular files, job logs."""

@@ -1,0 +1,1 @@
+"""Inside one train job, around its ranks: attempts, the supervisor, records, outputs."""

@@ -1,0 +1,173 @@
+"""Everything llmbench asks of Slurm: a training job's resources, and what the controller
+knows about a running or ended job (its nodes, its state, its step tasks on this node).
+
+Resources: as snakemake-executor-plugin-slurm reads them.
+
+The plugin maps ``nodes`` + ``tasks_per_node`` + ``mpi="srun"`` to a multi-node
+allocation (it refuses ``mpi`` with one task per node, so one rank per node asks for
+``nodes`` + ``tasks`` instead), ``gres`` to ``--gres`` (per node), ``runtime`` (minutes) to
+``-t``, and appends ``slurm_extra`` to sbatch's arguments through a shell: the site extras
+from the config are quoted one by one, so no value can break out. Constraint and QoS are
+the plugin's own resources (set in the profile), which it quotes itself.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+import psutil
+
+from llmbench.spec.limits import RunLimits
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.runspec import parity_settings as settings
+
+EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
+JOB_OVERHEAD_MIN = 5
+"""Added to a run's time limit for its Slurm job: Snakemake's start inside the job, the log
+parse. The run's own limit (``llmbench.spec.limits``) is the one answer to how long it may take."""
+
+
+def job_time_min(limits: RunLimits) -> int:
+    """The Slurm job's time limit in whole minutes (``sbatch -t``)."""
+    return math.ceil(limits.time_limit_s / 60) + JOB_OVERHEAD_MIN
+
+
+def slurm_extra(extras: Mapping[str, Any]) -> str:
+    """sbatch options for the site extras, each value shell-quoted."""
+    words = [f"--{key}={extras[key]}" for key in EXTRA_OPTIONS if extras.get(key) is not None]
+    if extras.get("exclusive"):
+        words.append("--exclusive")
+    return shlex.join(words)
+
+
+CPU_RUN_MEM_MB_PER_CPU = 1000
+"""The embedded workload's memory per CPU (what the Slurm profile asks by default)."""
+
+SBATCH_ENVIRONMENT = {"SBATCH_MEM_PER_NODE": "0"}
+"""sbatch's environment for the whole sweep. The executor plugin rejects ``--mem`` in
+``slurm_extra``, so a training job that asks all of a node's memory (the reference's
+``--mem=0``) names no memory on sbatch's command line (``mem_mb`` and ``mem_mb_per_cpu``
+0) and sbatch takes it from here; every other job names its memory on the command line,
+which takes precedence over the environment."""
+
+
+def slurm_resources(
+    spec: RunSpec,
+    extras: Mapping[str, Any],
+    threads_per_rank: int,
+) -> dict[str, Any]:
+    """Resources of one training job: one task per GPU (per rank on CPUs).
+
+    GPU runs are allocated as the reference allocates them (``catalog/parity.yaml``, kind
+    sbatch): ``--exclusive``, all of the node's memory and no ``--cpus-per-task`` (the
+    node's CPUs are shared by its ranks; ``-1`` makes the plugin leave the option out),
+    ``--segment`` on NVL72 racks where the reference sets it.
+    """
+    mpi = spec.gpus_per_node > 1
+    sbatch = settings(spec.parity, "sbatch")
+    extras = dict(extras)
+    if sbatch.get("exclusive"):
+        extras["exclusive"] = True
+    if sbatch.get("segment") and extras.get("segment") is None:
+        extras["segment"] = sbatch["segment"]
+    all_memory = sbatch.get("mem") == "0"
+    if spec.gpu_type == "cpu":
+        cpus = threads_per_rank
+    else:
+        cpus = -1 if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None else 1
+    resources: dict[str, Any] = {
+        "nodes": spec.nodes,
+        # falsy values are left out of sbatch's arguments by the plugin
+        "tasks_per_node": spec.gpus_per_node if mpi else 0,
+        "tasks": 0 if mpi else spec.gpus,
+        "mpi": "srun" if mpi else "",
+        "cpus_per_task": cpus,
+        "mem_mb": 0,
+        "mem_mb_per_cpu": 0 if all_memory else CPU_RUN_MEM_MB_PER_CPU,
+        # the run's own limit (enforced by llmbench) plus the job's overhead
+        "runtime": job_time_min(spec.limits),
+        "slurm_extra": slurm_extra(extras),
+    }
+    # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.
+    resources["gres"] = f"gpu:{spec.gpus_per_node}" if spec.gpu_type != "cpu" else ""
+    return resources
+
+
+# --- what the controller knows about a job ------------------------------------------------
+
+SLURM_FAILURE_STATES = {
+    "CANCELLED": "cancelled",
+    "TIMEOUT": "time_limit",
+    "NODE_FAIL": "node_failure",
+    "PREEMPTED": "preempted",
+    "OUT_OF_MEMORY": "host_oom",
+    "BOOT_FAIL": "boot_fail",
+    "DEADLINE": "time_limit",
+    "FAILED": "nonzero_exit",
+}
+"""Slurm job states that end a job badly, and the parser's reason for each."""
+
+QUERY_TIMEOUT_S = 30
+
+
+def _lines(cmd: list[str]) -> list[str] | None:
+    """The non-empty output lines of a Slurm command; None when it is missing or fails."""
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def job_state(job_id: str) -> str | None:
+    """The job's state word (e.g. ``CANCELLED``), from squeue while Slurm still lists the
+    job (MinJobAge), else from sacct where accounting runs; None when neither knows."""
+    lines = _lines(["squeue", "-h", "-j", job_id, "-t", "all", "-o", "%T"])
+    if not lines:
+        lines = _lines(["sacct", "-n", "-X", "-j", job_id, "-o", "State%30"])
+    return lines[0].split()[0].upper() if lines else None
+
+
+def job_nodelist(job_id: str | None) -> str | None:
+    """The allocation's nodes (Slurm's compact form); the executor plugin strips
+    SLURM_JOB_NODELIST from a rule's environment, so ask the controller."""
+    if not job_id:
+        return None
+    lines = _lines(["squeue", "-h", "-j", job_id, "-o", "%N"])
+    return lines[0] if lines else None
+
+
+def cluster_name() -> str | None:
+    """Slurm's ``ClusterName`` (``scontrol show config``); None where Slurm is absent."""
+    for line in _lines(["scontrol", "show", "config"]) or []:
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "ClusterName" and value.strip():
+            return value.strip()
+    return None
+
+
+def step_task_pids(job_id: str) -> list[int]:
+    """PIDs of the job's step tasks on this node (``scontrol listpids``): srun starts the
+    ranks under slurmstepd, outside the process tree of the srun that asked for them.
+    The batch script's processes are left out, and so are this process and its parents."""
+    lines = _lines(["scontrol", "listpids", job_id]) or []
+    me = psutil.Process()
+    mine = {me.pid, *(p.pid for p in me.parents())}
+    rows = [line.split() for line in lines[1:]]  # a header first
+    return [
+        int(row[0])
+        for row in rows
+        if len(row) >= 5 and row[0].isdigit() and row[2] != "batch" and row[4].isdigit()
+        and int(row[0]) not in mine
+    ]  # fmt: skip

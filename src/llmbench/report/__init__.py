@@ -1,0 +1,1 @@
+"""In the aggregate and plot jobs: tables -> pages and figures for people."""

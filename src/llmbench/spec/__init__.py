@@ -1,0 +1,1 @@
+"""What to run; pure, used everywhere: catalog, config, run specs, formulas, limits."""

@@ -1,0 +1,47 @@
+"""The spec's workloads and configurations as validated data: the bottom layer.
+
+- ``records``: the typed, frozen records (documents, workloads, GPU types, models, rows)
+- ``formulas``: scale ranges and ``GPUs`` formulas as the documents write them
+- ``rules``: the parallelism rules every row and every override satisfies
+- ``load``: the YAML files -> validated records (``load_catalog``)
+- ``query``: ``Catalog``, the questions asked of them
+- ``published``: the documents' published results, reproduced with ``llmbench.spec.metrics``
+
+See docs/catalog.md.
+"""
+
+from llmbench.spec.catalog.load import load_catalog
+from llmbench.spec.catalog.published import published_results
+from llmbench.spec.catalog.query import Catalog
+from llmbench.spec.catalog.records import (
+    DTYPES,
+    FRAMEWORKS,
+    ROW_FIELDS,
+    SCALINGS,
+    Checkpoint,
+    Document,
+    GpuType,
+    ModelSpec,
+    Profiling,
+    RecipeRow,
+    Workload,
+)
+from llmbench.spec.catalog.rules import with_overrides
+
+__all__ = [
+    "DTYPES",
+    "FRAMEWORKS",
+    "ROW_FIELDS",
+    "SCALINGS",
+    "Catalog",
+    "Checkpoint",
+    "Document",
+    "GpuType",
+    "ModelSpec",
+    "Profiling",
+    "RecipeRow",
+    "Workload",
+    "load_catalog",
+    "published_results",
+    "with_overrides",
+]

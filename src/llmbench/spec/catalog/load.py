@@ -1,0 +1,256 @@
+"""Loading the catalog's YAML files into validated records.
+
+Data lives in this folder as YAML (``gpus.yaml``, ``models.yaml``, ``documents.yaml``,
+``workload.<id>.yaml``, ``published.yaml``); this module reads it, expands document tables
+into one row per scale (formulas evaluated) and checks every row with
+``llmbench.spec.catalog.rules``. See docs/catalog.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from llmbench.errors import ConfigError
+from llmbench.spec.catalog.formulas import evaluate, is_formula, parse_range, power_of_two_scales
+from llmbench.spec.catalog.query import Catalog, not_allowed
+from llmbench.spec.catalog.records import (
+    FRAMEWORKS,
+    Checkpoint,
+    Document,
+    GpuType,
+    ModelSpec,
+    Profiling,
+    RecipeRow,
+    Workload,
+)
+from llmbench.spec.catalog.rules import validate_row
+from llmbench.spec.flops import ModelShape
+
+ROW_DEFAULTS: dict[str, Any] = {
+    "ep": None,
+    "etp": None,
+    "vp": None,
+    "fsdp": False,
+    "cuda_graphs": False,
+    "recompute_layers": 0,
+    "offload_layers": 0,
+}
+"""Values of columns a document's table leaves out."""
+
+
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML has it: the same data, a few times faster (the
+package's own files are read at every workflow start)."""
+
+
+def parse_package_yaml(text: str) -> Any:
+    """YAML text shipped with the package (catalog, parity, schema), parsed safely."""
+    return yaml.load(text, Loader=_SAFE_LOADER)
+
+
+def read_yaml(name: str) -> Any:
+    """One of the catalog's YAML files, parsed."""
+    text = resources.files("llmbench.spec.catalog").joinpath(name).read_text(encoding="utf-8")
+    return parse_package_yaml(text)
+
+
+def _na(value: Any) -> Any:
+    return None if value == "NA" else value
+
+
+def _load_documents(raw: Mapping[str, Any]) -> dict[str, Document]:
+    docs = {}
+    for name, d in raw["documents"].items():
+        prof = d.get("profiling")
+        timing = d["timing"]
+        docs[name] = Document(
+            name=name,
+            rank=int(d["rank"]),
+            framework=d["framework"],
+            train_steps=int(d["train_steps"]),
+            step_time_unit=d["step_time_unit"],
+            timing_method=timing["method"],
+            timing_iterations=tuple(timing["iterations"]) if "iterations" in timing else None,
+            profiling=Profiling(source=name, **prof) if prof else None,
+        )
+    return docs
+
+
+def _load_gpus(raw: Mapping[str, Any]) -> dict[str, GpuType]:
+    return {
+        key: GpuType(
+            gpu_type=key,
+            name=g["name"],
+            gpus_per_node=int(g["gpus_per_node"]),
+            arch=g["arch"],
+            peak_tflops={k: float(v) for k, v in g["peak_tflops"].items()},
+            source=g["source"],
+        )
+        for key, g in raw["gpu_types"].items()
+    }
+
+
+def _load_models(
+    raw: Mapping[str, Any], documents: Mapping[str, Document]
+) -> dict[str, tuple[ModelSpec, ...]]:
+    models = {}
+    for model_id, m in raw["models"].items():
+        shape = ModelShape(**m["shape"])
+        specs = [
+            ModelSpec(
+                model_id=model_id,
+                name=m["name"],
+                shape=shape,
+                flops_family=f["flops_family"],
+                source=f["source"],
+                printed_flops_per_sample=(
+                    float(f["printed_flops_per_sample"])
+                    if f.get("printed_flops_per_sample") is not None
+                    else None
+                ),
+                experts=int(m.get("experts", 0)),
+            )
+            for f in m["formulas"]
+        ]
+        specs.sort(key=lambda s: -documents[s.source].rank)
+        models[model_id] = tuple(specs)
+    return models
+
+
+def _scale_range(value: Any) -> tuple[int, int] | None:
+    return parse_range(value) if isinstance(value, str) and "-" in value else None
+
+
+def _table_rows(
+    workload: Workload,
+    table: Mapping[str, Any],
+    gpu: GpuType,
+    models: Mapping[str, tuple[ModelSpec, ...]],
+) -> list[RecipeRow]:
+    """One document table -> rows: dtypes split, GPU ranges expanded, formulas evaluated."""
+    columns = table["columns"]
+    fixed = {k: table[k] for k in ("scaling", "superseded_by") if k in table}
+    rows: list[RecipeRow] = []
+    for values in table["rows"]:
+        if len(values) != len(columns):
+            raise ConfigError(
+                f"{workload.workload}: row {values} has {len(values)} values for "
+                f"{len(columns)} columns"
+            )
+        cells = {c: _na(v) for c, v in zip(columns, values, strict=True)}
+        lo, hi = parse_range(cells["gpus"])
+        formulas = tuple((k, v) for k, v in cells.items() if is_formula(v))
+        size = cells.pop("size")
+        if size not in workload.sizes:
+            raise not_allowed("size", size, sorted(workload.sizes), workload.workload)
+        specs = models[workload.sizes[size]]
+        spec = next((s for s in specs if s.source == table["source"]), specs[0])
+        for dtype in str(cells.pop("dtype")).lower().split("/"):
+            for gpus in power_of_two_scales(lo, hi):
+                concrete = {
+                    k: evaluate(v, gpus, k) if is_formula(v) else v
+                    for k, v in cells.items()
+                    if k != "gpus"
+                }
+                fields = {**ROW_DEFAULTS, **concrete, **fixed}
+                rows.append(
+                    RecipeRow(
+                        workload=workload.workload,
+                        framework=workload.framework,
+                        size=size,
+                        dtype=dtype,
+                        gpu_type=gpu.gpu_type,
+                        gpus=gpus,
+                        nodes=max(1, -(-gpus // gpu.gpus_per_node)),
+                        scaling=fields.pop("scaling", "weak"),
+                        source=table["source"],
+                        formulas=formulas,
+                        scale_range=_scale_range(cells["gpus"]),
+                        model=spec,
+                        gpu=gpu,
+                        **fields,
+                    )
+                )
+    return rows
+
+
+def _with_listed_scales(rows: list[RecipeRow]) -> list[RecipeRow]:
+    """Give each row the scales listed for its (workload, size, dtype, GPU, scaling, source)."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for r in rows:
+        key = (r.workload, r.size, r.dtype, r.gpu_type, r.scaling, r.source)
+        groups.setdefault(key, []).append(r.gpus)
+    return [
+        dataclasses.replace(
+            r,
+            listed_scales=tuple(
+                sorted(groups[(r.workload, r.size, r.dtype, r.gpu_type, r.scaling, r.source)])
+            ),
+        )
+        for r in rows
+    ]
+
+
+def _load_workload(
+    raw: Mapping[str, Any],
+    gpus: Mapping[str, GpuType],
+    models: Mapping[str, tuple[ModelSpec, ...]],
+) -> tuple[Workload, list[RecipeRow]]:
+    if raw["framework"] not in FRAMEWORKS:
+        raise not_allowed("framework", raw["framework"], FRAMEWORKS, raw["id"])
+    checkpoints = tuple(
+        Checkpoint(
+            workload=raw["id"],
+            size=c["size"],
+            size_label=c["size_label"],
+            size_gb=float(c["size_gb"]),
+            save_scale_min=parse_range(c["save_scales"])[0] if c.get("save_scales") else None,
+            save_scale_max=parse_range(c["save_scales"])[1] if c.get("save_scales") else None,
+            save_min_scale_by_gpu=dict(c.get("save_min_scale", {})),
+            load_min_scale_by_gpu=dict(c.get("load_min_scale", {})),
+            source=c["source"],
+        )
+        for c in raw.get("checkpoints", [])
+    )
+    workload = Workload(
+        workload=raw["id"],
+        framework=raw["framework"],
+        sizes={size: s["model"] for size, s in raw["sizes"].items()},
+        checkpoints=checkpoints,
+    )
+    rows: list[RecipeRow] = []
+    for table in raw["tables"]:
+        rows.extend(_table_rows(workload, table, gpus[table["gpu_type"]], models))
+    return workload, rows
+
+
+WORKLOAD_FILES = (
+    "workload.llama3.1-nemo.yaml",
+    "workload.nemotron4-nemo.yaml",
+    "workload.llama3.1-mbridge.yaml",
+    "workload.llama2-maxtext.yaml",
+)
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    """Load and validate the packaged catalog (cached; rows are immutable)."""
+    documents = _load_documents(read_yaml("documents.yaml"))
+    gpus = _load_gpus(read_yaml("gpus.yaml"))
+    models = _load_models(read_yaml("models.yaml"), documents)
+    workloads: dict[str, Workload] = {}
+    rows: list[RecipeRow] = []
+    for name in WORKLOAD_FILES:
+        workload, wl_rows = _load_workload(read_yaml(name), gpus, models)
+        workloads[workload.workload] = workload
+        rows.extend(wl_rows)
+    rows = _with_listed_scales(rows)
+    for r in rows:
+        validate_row(r)
+    return Catalog(documents, gpus, models, workloads, rows)

@@ -1,0 +1,222 @@
+"""Questions asked of the loaded catalog: names, models, rows, scales.
+
+``Catalog`` answers them from the records ``llmbench.spec.catalog.load`` builds; every unknown
+name is a ConfigError that lists the allowed ones.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llmbench.errors import ConfigError
+from llmbench.spec.catalog.records import (
+    DTYPES,
+    SCALINGS,
+    Checkpoint,
+    Document,
+    GpuType,
+    ModelSpec,
+    Profiling,
+    RecipeRow,
+    Workload,
+)
+from llmbench.spec.catalog.rules import scale_message, with_overrides
+
+
+def not_allowed(kind: str, value: object, allowed: Iterable[str], context: str = "") -> ConfigError:
+    """``kind=value is not a kind [of context]; allowed: ...`` as an error to raise."""
+    where = f" of {context}" if context else ""
+    return ConfigError(f"{kind}={value} is not a {kind}{where}; allowed: {', '.join(allowed)}")
+
+
+class Catalog:
+    """Every workload, size, dtype, GPU type and scale of the spec, validated."""
+
+    def __init__(
+        self,
+        documents: Mapping[str, Document],
+        gpus: Mapping[str, GpuType],
+        models: Mapping[str, tuple[ModelSpec, ...]],
+        workloads: Mapping[str, Workload],
+        rows: Iterable[RecipeRow],
+    ) -> None:
+        self._documents = dict(documents)
+        self._gpus = dict(gpus)
+        self._models = dict(models)
+        self._workloads = dict(workloads)
+        self._rows = list(rows)
+
+    # --- names -----------------------------------------------------------------------
+    def workloads(self) -> list[str]:
+        """Workload ids, sorted."""
+        return sorted(self._workloads)
+
+    def workload(self, workload: str) -> Workload:
+        """The workload record; ConfigError naming the allowed ids."""
+        if workload not in self._workloads:
+            raise not_allowed("workload", workload, self.workloads())
+        return self._workloads[workload]
+
+    def gpu_types(self) -> list[str]:
+        """GPU type ids, sorted."""
+        return sorted(self._gpus)
+
+    def gpu(self, gpu_type: str) -> GpuType:
+        """GPUs per node, CPU arch and peak TFLOPS of ``gpu_type``."""
+        if gpu_type not in self._gpus:
+            raise not_allowed("gpu_type", gpu_type, self.gpu_types())
+        return self._gpus[gpu_type]
+
+    def document(self, source: str) -> Document:
+        """One spec document's record."""
+        if source not in self._documents:
+            raise not_allowed("source", source, sorted(self._documents))
+        return self._documents[source]
+
+    def profiling(self, row: RecipeRow) -> Profiling | None:
+        """Nsight defaults of the document the row comes from (None: it states none)."""
+        return self.document(row.source).profiling
+
+    def checkpoints(self, workload: str, size: str | None = None) -> list[Checkpoint]:
+        """Checkpoint facts of a workload (all documents), optionally for one size."""
+        return [c for c in self.workload(workload).checkpoints if size in (None, c.size)]
+
+    # --- models ----------------------------------------------------------------------
+    def model(self, workload: str, size: str, source: str | None = None) -> ModelSpec:
+        """Shape + FLOPs family for a workload's size: the newest document's unless
+        ``source`` names another document that gives one."""
+        sizes = self.workload(workload).sizes
+        if size not in sizes:
+            raise not_allowed("size", size, sorted(sizes), workload)
+        specs = self._models[sizes[size]]
+        if source is None:
+            return specs[0]
+        for spec in specs:
+            if spec.source == source:
+                return spec
+        return specs[0]
+
+    # --- rows ------------------------------------------------------------------------
+    def rows(
+        self,
+        workload: str | None = None,
+        size: str | None = None,
+        dtype: str | None = None,
+        gpu_type: str | None = None,
+        scaling: str | None = None,
+        include_superseded: bool = False,
+    ) -> list[RecipeRow]:
+        """Catalog rows matching every given filter (superseded rows only on request)."""
+        return list(self._rows_cached(workload, size, dtype, gpu_type, scaling, include_superseded))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - the catalog lives as long as the process
+    def _rows_cached(
+        self,
+        workload: str | None,
+        size: str | None,
+        dtype: str | None,
+        gpu_type: str | None,
+        scaling: str | None,
+        include_superseded: bool,
+    ) -> tuple[RecipeRow, ...]:
+        # A 10,000-run sweep looks rows up once per run: a scan each time adds up.
+        self._check_names(workload, size, dtype, gpu_type, scaling)
+        wanted = {
+            "workload": workload,
+            "size": size,
+            "dtype": dtype,
+            "gpu_type": gpu_type,
+            "scaling": scaling,
+        }
+        return tuple(
+            r
+            for r in self._rows
+            if (include_superseded or r.superseded_by is None)
+            and all(v is None or getattr(r, k) == v for k, v in wanted.items())
+        )
+
+    def row(
+        self,
+        workload: str,
+        size: str,
+        dtype: str,
+        gpu_type: str,
+        gpus: int,
+        scaling: str = "weak",
+        source: str | None = None,
+    ) -> RecipeRow:
+        """The row for one scale; a scale inside a formula range that is not listed is
+        derived from the formulas and validated. ``source`` picks a superseded document."""
+        candidates = [
+            r
+            for r in self.rows(workload, size, dtype, gpu_type, scaling, include_superseded=True)
+            if (r.source == source if source else r.superseded_by is None)
+        ]
+        if not candidates:
+            raise self._no_rows(workload, size, dtype, gpu_type, scaling, source)
+        for r in candidates:
+            if r.gpus == gpus:
+                return r
+        template = candidates[0]
+        lo_hi = template.scale_range
+        if lo_hi is not None and lo_hi[0] <= gpus <= lo_hi[1]:
+            return with_overrides(template, gpus=gpus)
+        raise ConfigError(f"gpus={gpus} {scale_message(template)}")
+
+    def scales(
+        self, workload: str, size: str, dtype: str, gpu_type: str, scaling: str = "weak"
+    ) -> list[int]:
+        """The listed scales (GPU counts) of one configuration."""
+        return sorted({r.gpus for r in self.rows(workload, size, dtype, gpu_type, scaling)})
+
+    def _check_names(
+        self,
+        workload: str | None,
+        size: str | None,
+        dtype: str | None,
+        gpu_type: str | None,
+        scaling: str | None,
+    ) -> None:
+        if workload is not None:
+            sizes = self.workload(workload).sizes
+            if size is not None and size not in sizes:
+                raise not_allowed("size", size, sorted(sizes), workload)
+        elif size is not None:
+            all_sizes = sorted({s for w in self._workloads.values() for s in w.sizes})
+            if size not in all_sizes:
+                raise not_allowed("size", size, all_sizes)
+        if dtype is not None and dtype not in DTYPES:
+            raise not_allowed("dtype", dtype, DTYPES)
+        if gpu_type is not None:
+            self.gpu(gpu_type)
+        if scaling is not None and scaling not in SCALINGS:
+            raise not_allowed("scaling", scaling, SCALINGS)
+
+    def _no_rows(
+        self,
+        workload: str,
+        size: str,
+        dtype: str,
+        gpu_type: str,
+        scaling: str,
+        source: str | None,
+    ) -> ConfigError:
+        """Name the first key that has no rows, with the values that do."""
+        steps: list[tuple[str, str, dict[str, Any]]] = [
+            ("dtype", dtype, {"workload": workload, "size": size}),
+            ("gpu_type", gpu_type, {"workload": workload, "size": size, "dtype": dtype}),
+            (
+                "scaling",
+                scaling,
+                {"workload": workload, "size": size, "dtype": dtype, "gpu_type": gpu_type},
+            ),
+        ]
+        for key, value, filters in steps:
+            have = sorted({getattr(r, key) for r in self.rows(**filters)})
+            if value not in have:
+                context = " ".join(str(v) for v in filters.values())
+                return not_allowed(key, value, have, context)
+        have = sorted({r.source for r in self.rows(workload, size, dtype, gpu_type, scaling, True)})
+        return not_allowed("source", source, have, f"{workload} {size} {dtype} {gpu_type}")

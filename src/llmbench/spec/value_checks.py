@@ -1,0 +1,272 @@
+"""Config values that reach another system (a shell, Slurm, pyxis, Kubernetes, Run:ai, an
+object store), checked against what that system accepts before anything runs.
+
+Launch files quote every value they carry (``llmbench.launch.shell``); these checks add
+what quoting cannot: a value the receiving system would refuse or misread (a namespace of
+80 characters, a ':' inside a PYTHONPATH entry), a secret that would be written to disk
+(a password inside a URL), and counts no platform node can hold. ``config.check_config``
+runs them, so ``llmbench plan`` and the workflow refuse exactly the same values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from llmbench.errors import ConfigError, LaunchError
+from llmbench.spec import kubernetes_names as k8s
+from llmbench.spec.images import parse_image
+from llmbench.spec.runspec import RunSpec
+
+PLATFORM_LAUNCHERS = ("kubernetes", "runai")
+"""Launchers whose ranks run on a platform; the local job only submits and waits."""
+DEFAULT_SECRET_ENV = "RUNAI_APP_SECRET"
+"""The variable that holds the Run:ai Application secret when ``runai.secret_env`` is unset."""
+DEFAULT_POLL_S = {"kubernetes": 10.0, "runai": 30.0}
+"""Longest pause between status polls when the profile sets no ``poll_s``."""
+POD_CPUS_MAX = 768
+"""CPUs one pod of CPU ranks may ask for (ranks per node x threads per rank): a pod runs on
+one node, and Kubernetes counts a hardware thread as one CPU; 768 is a two-socket server
+with today's largest CPUs (2 x 192 cores, 2 threads each). More never schedules."""
+POLL_SHARE_OF_STALL = 0.5
+"""A platform launcher copies the rank-0 log once per status poll, so the run's log grows
+at most once per ``poll_s``: the longest poll is half the watchdog's stall allowance,
+leaving the other half for the API calls and the ranks' own time between log lines."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_URL = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")
+"""An http(s) URL of the characters RFC 3986 allows (unreserved, reserved and '%')."""
+STAGE_PATH_SEPARATORS = ",:{}"
+"""Characters a stage path may not hold: pyxis separates its --container-mounts with ',' and
+':', and Snakemake reads '{' and '}' in an output path as wildcards."""
+_PORTABLE_ABSOLUTE_PATH = re.compile(r"/[A-Za-z0-9._/-]*")
+"""An absolute path of POSIX portable filename characters (IEEE Std 1003.1, "Portable
+Filename Character Set": letters, digits, '.', '_', '-') and '/'."""
+
+
+def dotted_key(parts: Iterable[Any]) -> str:
+    """A config key as messages name it: ``sweeps[0].scales[1]``, ``kubernetes.queue``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _strings(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(dotted key, text) of every string in the config, mapping keys included."""
+    if isinstance(node, str):
+        yield dotted_key(path), node
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            if isinstance(key, str):
+                yield dotted_key((*path, "<key>")), key
+            yield from _strings(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _strings(value, (*path, index))
+
+
+def check_control_characters(config: Mapping[str, Any], source: str) -> None:
+    """No value holds a line break, NUL or other control character: every one reaches a
+    file, a command line or an API field that reads it as one line."""
+    for where, text in _strings(config):
+        if _CONTROL.search(text):
+            raise ConfigError(
+                f"{source}: {where}: {text!r} holds a control character (a line break, tab "
+                "or NUL); allowed: one line of printable text"
+            )
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its user:password@ part replaced, for messages."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"***@{host}").geturl()
+
+
+def _credentials_in_url(url: str) -> bool:
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:  # e.g. an unbalanced '[' in the host: not a URL with userinfo
+        return False
+
+
+def _block_value(config: Any, block: str, key: str) -> str:
+    node = config.get(block) if isinstance(config, Mapping) else None
+    value = node.get(key) if isinstance(node, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def check_credentials(raw: Any, source: str) -> None:
+    """No URL carries user:password@: the site file is read into launch.sh, run_spec.json,
+    the Run:ai payload, run.json and the report. Run on the config as read, before the
+    schema, so that no other message echoes the password."""
+    base_url = _block_value(raw, "runai", "base_url")
+    if _credentials_in_url(base_url):
+        secret_env = _block_value(raw, "runai", "secret_env") or DEFAULT_SECRET_ENV
+        raise ConfigError(
+            f"{source}: runai.base_url: {masked_url(base_url)!r} holds credentials "
+            "(user:password@); allowed: https://<host>/api/v1 without them; the "
+            f"Application secret goes in the environment variable runai.secret_env names "
+            f"(${secret_env}), read by name and never written"
+        )
+    path = _block_value(raw, "history", "path")
+    if "://" in path and _credentials_in_url(path):
+        raise ConfigError(
+            f"{source}: history.path: {masked_url(path)!r} holds credentials "
+            "(user:password@); allowed: a URL without them; the object store reads its own "
+            "credentials from the environment (for S3: AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
+        )
+
+
+def check_urls(config: Mapping[str, Any], source: str) -> None:
+    """The Run:ai API's URL goes to launch.sh and the submit job's HTTP client as is."""
+    base_url = config["runai"].get("base_url") or ""
+    if base_url and not _URL.fullmatch(base_url):
+        raise ConfigError(
+            f"{source}: runai.base_url: {base_url!r} is not a URL; allowed: "
+            "https://<host>/api/v1 of the characters RFC 3986 allows (no spaces, quotes, "
+            "backticks, '<' '>' '{' '}' '|' '\\' '^')"
+        )
+
+
+def check_paths(config: Mapping[str, Any], source: str) -> None:
+    """Paths that reach a list with separators of its own (a mount list, PYTHONPATH) or a
+    pod's shell script."""
+    stage = config["stage_path"]
+    found = sorted({c for c in stage if c in STAGE_PATH_SEPARATORS})
+    if found:
+        raise ConfigError(
+            f"{source}: stage_path: {stage!r} holds {' '.join(map(repr, found))}; allowed: a "
+            "folder path without ',' ':' (pyxis separates its container mounts with them) "
+            "or '{' '}' (Snakemake reads them as wildcards)"
+        )
+    for launcher in PLATFORM_LAUNCHERS:
+        src = config[launcher].get("llmbench_src") or ""
+        if src and not _PORTABLE_ABSOLUTE_PATH.fullmatch(src):
+            raise ConfigError(
+                f"{source}: {launcher}.llmbench_src: {src!r} is not allowed; allowed: the "
+                "absolute path of llmbench's src folder inside the pod, of letters, digits, "
+                "'.', '_', '-' and '/' (e.g. /workspace/llmbench/src; it joins PYTHONPATH)"
+            )
+
+
+def _check(source: str, key: str, value: str, valid: Callable[[str], bool], rule: str) -> None:
+    if not valid(value):
+        raise ConfigError(f"{source}: {key}: {value!r} is not allowed; allowed: {rule}")
+
+
+def check_kubernetes(site: Mapping[str, Any], source: str) -> None:
+    """``kubernetes:`` values as the API server checks them (``llmbench.spec.kubernetes_names``)."""
+    if "namespace" in site:
+        _check(
+            source,
+            "kubernetes.namespace",
+            site["namespace"],
+            k8s.is_dns1123_label,
+            k8s.DNS1123_LABEL,
+        )
+    if "runtime" in site:
+        _check(
+            source,
+            "kubernetes.runtime",
+            site["runtime"],
+            k8s.is_dns1123_subdomain,
+            f"a ClusterTrainingRuntime name, {k8s.DNS1123_SUBDOMAIN}",
+        )
+    if site.get("queue"):
+        _check(source, "kubernetes.queue", site["queue"], k8s.is_queue_label, k8s.QUEUE_LABEL)
+    if "gpu_resource" in site:
+        _check(
+            source,
+            "kubernetes.gpu_resource",
+            site["gpu_resource"],
+            k8s.is_extended_resource_name,
+            k8s.EXTENDED_RESOURCE,
+        )
+    for key, value in (site.get("node_selector") or {}).items():
+        _check(source, "kubernetes.node_selector", key, k8s.is_label_key, f"keys: {k8s.LABEL_KEY}")
+        _check(
+            source, f"kubernetes.node_selector.{key}", value, k8s.is_label_value, k8s.LABEL_VALUE
+        )
+    for index, toleration in enumerate(site.get("tolerations") or []):
+        where = f"kubernetes.tolerations[{index}]"
+        if toleration.get("key"):
+            _check(source, f"{where}.key", toleration["key"], k8s.is_label_key, k8s.LABEL_KEY)
+        value = toleration.get("value", "")
+        _check(source, f"{where}.value", value, k8s.is_label_value, k8s.LABEL_VALUE)
+        if value and toleration.get("operator") == "Exists":
+            raise ConfigError(
+                f"{source}: {where}.value: {value!r} with operator Exists; allowed: no value "
+                "(Exists matches any), or operator Equal"
+            )
+
+
+def check_platform_values(config: Mapping[str, Any], source: str) -> None:
+    """The values both platform launchers share: volumes and the image."""
+    check_kubernetes(config["kubernetes"], source)
+    for launcher in PLATFORM_LAUNCHERS:
+        for index, entry in enumerate(config[launcher].get("pvcs") or []):
+            name, _, claim = entry.split(":")  # the schema's pattern: name:/path:claimName
+            where = f"{launcher}.pvcs[{index}]"
+            _check(source, f"{where}: volume name", name, k8s.is_dns1123_label, k8s.DNS1123_LABEL)
+            _check(
+                source,
+                f"{where}: claimName",
+                claim,
+                k8s.is_dns1123_subdomain,
+                k8s.DNS1123_SUBDOMAIN,
+            )
+        image = config[launcher].get("image")
+        if image:
+            try:
+                parse_image(image)  # the grammar `images:` values are checked against
+            except LaunchError as err:
+                raise ConfigError(f"{source}: {launcher}.image: {err}") from None
+
+
+def check_history(config: Mapping[str, Any], source: str) -> None:
+    """``history.add`` appends to a history, which ``history.path`` (the profile's site
+    value, merged in) must name."""
+    history = config["history"]
+    if history["add"] and not history["path"]:
+        raise ConfigError(
+            f"{source}: history.add: true needs history.path; allowed: a folder or URL in "
+            "history.path (config or profile), or history.add: false"
+        )
+
+
+def check_platform_runs(specs: Sequence[RunSpec], source: str) -> None:
+    """What one pod of a platform launcher can hold and how often it is polled."""
+    for spec in specs:
+        if spec.launcher not in PLATFORM_LAUNCHERS:
+            continue
+        cpus = spec.gpus_per_node * spec.threads_per_rank
+        if spec.gpu_type == "cpu" and cpus > POD_CPUS_MAX:
+            raise ConfigError(
+                f"{source}: run {spec.run_id}: {spec.gpus_per_node} CPU ranks x "
+                f"threads_per_rank={spec.threads_per_rank} in one pod on launcher "
+                f"{spec.launcher}; allowed: at most {POD_CPUS_MAX} CPUs per pod (one node's "
+                "hardware threads); set ranks_per_node to spread the ranks over pods"
+            )
+        poll_s = float(spec.platform.get("poll_s") or DEFAULT_POLL_S[spec.launcher])
+        assert spec.limits is not None
+        longest = spec.limits.stall_s * POLL_SHARE_OF_STALL
+        if poll_s > longest:
+            raise ConfigError(
+                f"{source}: {spec.launcher}.poll_s: {poll_s:g} is more than half of run "
+                f"{spec.run_id}'s stall allowance ({spec.limits.stall_s} s, watchdog.stall_s); "
+                f"allowed: at most {longest:g} (the log is copied once per poll, and a log "
+                "that does not grow for stall_s is a hang)"
+            )
+
+
+def check_values(config: Mapping[str, Any], source: str) -> None:
+    """Every check of this module that reads the config alone (``config.validate_and_expand``)."""
+    check_platform_values(config, source)
+    check_paths(config, source)
+    check_urls(config, source)
+    check_control_characters(config, source)
+    check_history(config, source)

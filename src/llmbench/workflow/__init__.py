@@ -1,0 +1,1 @@
+"""On the login node, inside Snakemake: the values rules need (all that the .smk import)."""

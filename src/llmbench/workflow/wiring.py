@@ -1,0 +1,164 @@
+"""What the workflow's rules ask about a sweep, answered by plain functions.
+
+``workflow/rules/common.smk`` only wires these to rules. Snakemake evaluates a rule's
+resource, param and input callables at least once per job and inspects each callable's
+parameters on every call; in a 10,000-run dry run that is most of the time it spends. So
+a value every run shares is handed over as a constant (``per_run``), a per-run answer is
+computed once (the callers cache by run id), and each callable, ours and Snakemake's own
+``Resource.evaluate``, hands Snakemake its parameters once (``with_signature``,
+``store_resource_evaluate_params``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from snakemake.common import overwrite_function_params
+from snakemake.resources import Resource
+
+from llmbench.job.attempts import nodes_to_avoid
+from llmbench.launch.platforms import PLATFORM_LAUNCHERS
+from llmbench.launch.slurm import slurm_resources
+from llmbench.setup.venv import source_root
+from llmbench.spec.runspec import RunSpec
+from llmbench.spec.stage import needs_venv, venv_python
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_signature(func: F) -> F:
+    """``func`` with its parameter names given to Snakemake once, through the hook
+    Snakemake's own ``snakemake.ioutils`` helpers use: without it Snakemake parses the
+    signature on every call (~4.6 us; ~13 calls per train job of a dry run)."""
+    # The parameters' mapping, as Snakemake's own look-up returns it (some callers read
+    # their kinds, not only their names).
+    overwrite_function_params(func, inspect.signature(func).parameters)  # type: ignore[arg-type]
+    return func
+
+
+def store_resource_evaluate_params() -> None:
+    """Snakemake evaluates every resource of every job through the bound method
+    ``Resource.evaluate`` and parses that method's signature twice per evaluation (12
+    per train job in a dry run). The method's parameters never change, so they are stored
+    once, through the same hook as ``with_signature``: a bound method reads its
+    function's attributes. Read from the real method, they stay right if it changes."""
+    bound = Resource("probe", lambda: 0).evaluate
+    overwrite_function_params(Resource.evaluate, inspect.signature(bound).parameters)  # type: ignore[arg-type]
+
+
+def per_run(
+    values: Mapping[str, Any], of_run: Callable[[str, int], Any], varies: bool = False
+) -> Any:
+    """The one value when every run of ``values`` (run id -> value of its first try) has
+    the same and it cannot change on a retry (``varies``), else a Snakemake callable
+    ``(wildcards, attempt)`` giving ``of_run(run, attempt)``: always the callable when
+    ``values`` is empty (a process that has no table of every run's)."""
+    distinct = set(values.values())
+    if len(distinct) == 1 and not varies:
+        return distinct.pop()
+
+    @with_signature
+    def value(wildcards: Any, attempt: int) -> Any:
+        return of_run(wildcards.run, attempt)
+
+    return value
+
+
+def train_resources(
+    spec: RunSpec,
+    run_dir: Path,
+    attempt: int,
+    extras: Mapping[str, Any],
+    threads_per_rank: int,
+    preflight_exclude: str = "",
+) -> dict[str, Any]:
+    """Slurm resources of one try of a run's training job: never on the nodes the
+    preflight gate rejected (``preflight_exclude``, comma-separated), and a retry
+    (``attempt`` > 1) avoids the nodes an infrastructure failure of the last attempt hit."""
+    extras = dict(extras)
+    if preflight_exclude:
+        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), preflight_exclude]))
+    if attempt > 1:
+        avoid = nodes_to_avoid(run_dir)
+        if avoid:
+            extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
+    return slurm_resources(spec, extras, threads_per_rank)
+
+
+@functools.cache
+def _absolute(path: str) -> str:
+    return str(Path(path).resolve())  # once per sweep, not once per run
+
+
+def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, str]:
+    """Launch settings the run's ``launch.sh`` reads from its environment (a
+    ``PYTHONPATH`` here goes before the job's own: ``llmbench.job.runner``)."""
+    env = {"LLMBENCH_STAGE_PATH": _absolute(stage)}
+    if needs_venv(spec):
+        env["LLMBENCH_PYTHON"] = _absolute(venv_python(stage))
+        if spec.container == "none":
+            # The stage venv's .pth names the checkout that built it, which may since have
+            # moved or be another user's: the entry point imports this workflow's source.
+            env["PYTHONPATH"] = str(source_root())
+    if master_addr:
+        env["LLMBENCH_MASTER_ADDR"] = master_addr
+    return env
+
+
+def find_file(name: str, basedir: str | Path) -> str | None:
+    """``name`` relative to the working directory, else to the workflow's folder (its
+    ``envs/``); None when neither exists."""
+    for path in (Path(name), Path(basedir) / name):
+        if path.is_file():
+            return str(path)
+    return None
+
+
+def label_values(specs: Iterable[RunSpec]) -> dict[str, str]:
+    """The report's labels of a set of runs: workloads, sizes, dtypes, GPU types, scales."""
+    specs = list(specs)
+    scales = sorted({spec.gpus for spec in specs})
+    unit = "CPU ranks" if all(s.gpu_type == "cpu" for s in specs) else "GPUs"
+    return {
+        "workload": ", ".join(sorted({s.workload for s in specs})),
+        "size": ", ".join(sorted({s.size for s in specs})),
+        "dtype": ", ".join(sorted({s.dtype for s in specs})),
+        "GPU type": ", ".join(sorted({s.gpu_type for s in specs})),
+        "scale": f"{scales[0]}-{scales[-1]} {unit}" if scales else "",
+    }
+
+
+def run_groups(specs: Iterable[RunSpec]) -> dict[str, list[str]]:
+    """Scaling group id -> its run ids, in sweep order."""
+    groups: dict[str, list[str]] = {}
+    for spec in specs:
+        groups.setdefault(spec.group_id, []).append(spec.run_id)
+    return groups
+
+
+EMBEDDED_MODULES = ("torch", "transformers")
+"""What the embedded workload trains with, in llmbench's own Python (pyproject's
+``embedded`` extra)."""
+
+
+def missing_embedded_packages(
+    specs: Iterable[RunSpec], modules: Iterable[str] = EMBEDDED_MODULES
+) -> str | None:
+    """One line naming what to install when a run of the embedded workload would start in
+    this Python without the packages it trains with (a plain ``pip install .``); None when
+    nothing is missing or no such run starts here (a platform's ranks run in its image)."""
+    if not any(s.framework == "torch" and s.launcher not in PLATFORM_LAUNCHERS for s in specs):
+        return None
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (
+        f"the embedded workload (tiny-llama) needs {', '.join(missing)}, not installed in this "
+        "Python; allowed: install llmbench with its `embedded` extra, pip install '.[embedded]' "
+        "(torch==2.13.0, a CPU build)"
+    )
