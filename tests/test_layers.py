@@ -77,6 +77,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "tables",
         "telemetry.plot",
         "preflight.run",
+        "explain",
+        "result_file",
     ),
     # 7: the command line and the workflow's helpers
     ("cli", "commands", "wiring", "workflow_check", "proof"),

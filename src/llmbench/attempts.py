@@ -28,7 +28,14 @@ from llmbench.outcome import run_outcome
 from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
 from llmbench.run_record import parse_attempt_log
-from llmbench.runner import ATTEMPT_PREFIX, JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt
+from llmbench.runner import (
+    ATTEMPT_PREFIX,
+    JOB_FILE,
+    RECORD_FILE,
+    RECORD_SCHEMA_VERSION,
+    attempt_numbers,
+    run_attempt,
+)
 from llmbench.runspec import RunSpec
 from llmbench.slurm import SLURM_FAILURE_STATES, job_state
 from llmbench.supervise import Ended
@@ -234,6 +241,7 @@ def salvage_record(
     log = attempt_dir / "train.log"
     finished = datetime.fromtimestamp(log.stat().st_mtime, timezone.utc) if log.exists() else stamp
     record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
         "run_id": spec["run_id"],
         "attempt": number,
         "attempt_dir": attempt_dir.name,

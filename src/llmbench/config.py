@@ -45,6 +45,7 @@ SITE_KEYS = (
     "stage_path",
     "registry",
     "master_addr",
+    "fabric",
     "slurm",
     "kubernetes",
     "runai",
