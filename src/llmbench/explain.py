@@ -460,17 +460,15 @@ def explain(facts: RunFacts) -> Explanation:
 def run_facts(
     results: Path, row: Mapping[str, Any], nodes: pd.DataFrame | None, steps: pd.DataFrame | None
 ) -> RunFacts:
-    """The facts of one run of ``results`` (its folder under ``runs/``)."""
+    """The facts of one run of ``results`` (its folder under ``runs/``); ``steps`` are
+    the run's rows of the steps table."""
     run_dir = results / "runs" / str(row["run_id"])
     try:
         record = read_record(run_dir / "run.json")
     except (OSError, ValueError):
         record = {}
     transport_data = read_run_transport(run_dir, record) if record else {}
-    mine = None
-    if steps is not None and not steps.empty:
-        mine = steps[steps["run_id"] == row["run_id"]]
-    return RunFacts(row, results, record, transport_data, nodes, mine)
+    return RunFacts(row, results, record, transport_data, nodes, steps)
 
 
 def read_nodes(results: Path) -> pd.DataFrame | None:
@@ -484,13 +482,16 @@ def explain_runs(
     """An explanation per run of ``runs`` (the runs whose verdict is slower or missing,
     unless ``only_unexplained`` is False)."""
     nodes = read_nodes(results)
-    out = []
-    for row in runs.to_dict("records"):
-        verdict = _value(row, "verdict")
-        if only_unexplained and verdict not in EXPLAINED_VERDICTS:
-            continue
-        out.append(explain(run_facts(results, row, nodes, steps)))
-    return out
+    rows = [
+        row
+        for row in runs.to_dict("records")
+        if not only_unexplained or _value(row, "verdict") in EXPLAINED_VERDICTS
+    ]
+    by_run: dict[Any, pd.DataFrame] = {}
+    if steps is not None and not steps.empty and rows:
+        wanted = steps[steps["run_id"].isin([row["run_id"] for row in rows])]
+        by_run = dict(tuple(wanted.groupby("run_id", sort=False, observed=True)))
+    return [explain(run_facts(results, row, nodes, by_run.get(row["run_id"]))) for row in rows]
 
 
 def as_text(explanation: Explanation) -> str:

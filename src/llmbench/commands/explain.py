@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"RUN: {unknown[0]!r} is not in {table}; allowed: {shown}")
     chosen = runs if args.all and not args.runs else runs[runs["run_id"].isin(args.runs)]
     steps_file = results / "tables" / "steps.parquet"
-    steps = pd.read_parquet(steps_file) if steps_file.is_file() else None
+    wanted = [("run_id", "in", list(chosen["run_id"].astype(str)))]
+    steps = pd.read_parquet(steps_file, filters=wanted) if steps_file.is_file() else None
     explanations = explain_runs(results, chosen, steps, only_unexplained=bool(args.all))
     if args.format == "json":
         sys.stdout.write(as_json(explanations))
