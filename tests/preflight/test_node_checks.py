@@ -101,7 +101,8 @@ def test_ecc_and_remapped_rows_from_nvidia_smi_q() -> None:
     )
     assert ecc_check(volatile.replace("Yes", "No")).status == "exclude"
     assert ecc_check("").status == "skipped"
-    reset_due = ecc_check(pending)  # a GPU that needs a reset to apply its remaps
+    # the published fragment, under the GPU line nvidia-smi -q prints before each GPU's fields
+    reset_due = ecc_check("GPU 00000000:1B:00.0\n" + pending)
     assert reset_due.status == "exclude" and "4 rows remapped" in reset_due.detail
 
 
