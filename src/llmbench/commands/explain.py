@@ -52,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"RUN: {unknown[0]!r} is not in {table}; allowed: {shown}")
     chosen = runs if args.all and not args.runs else runs[runs["run_id"].isin(args.runs)]
     steps_file = results / "tables" / "steps.parquet"
-    wanted = [("run_id", "in", list(chosen["run_id"].astype(str)))]
-    steps = pd.read_parquet(steps_file, filters=wanted) if steps_file.is_file() else None
+    ids = list(chosen["run_id"].astype(str))
+    steps = None
+    if steps_file.is_file() and ids:  # only the chosen runs' rows of a large table
+        steps = pd.read_parquet(steps_file, filters=[("run_id", "in", ids)])
     explanations = explain_runs(results, chosen, steps, only_unexplained=bool(args.all))
     if args.format == "json":
         sys.stdout.write(as_json(explanations))
