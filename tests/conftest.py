@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -192,6 +193,10 @@ def write_config(workdir: Path, config: dict) -> Path:
     return path
 
 
+SWEEPS_RUN: list[Path] = []
+"""Work folders of the shared sweep this session ran (its files must be validated)."""
+
+
 @pytest.fixture(scope="session")
 def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     """A 2-run embedded sweep (fp32, 1 and 2 ranks, ``TINY_STEPS``) run by the real workflow."""
@@ -199,4 +204,18 @@ def finished_sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     write_config(workdir, TWO_RUN_CONFIG)
     proc = snakemake(workdir, "--cores", "2")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    SWEEPS_RUN.append(workdir)
     return Sweep(workdir, TWO_RUN_CONFIG, proc)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def result_files_validate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the end of the session (of each xdist worker), every ``result.json`` and every
+    run record llmbench wrote under this session's temporary folders must validate
+    against its schema (tests/result_files.py); the shared sweep's must exist. A failure
+    is an error of the session's last test."""
+    yield
+    from tests.result_files import check_session_files  # only at the session's end
+
+    problems = check_session_files(tmp_path_factory.getbasetemp(), SWEEPS_RUN)
+    assert not problems, "result files that do not fit their schema:\n" + "\n".join(problems)

@@ -49,9 +49,13 @@ ALL = {
 }
 
 
+NCCL_DEBUG_NAMES = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}
+"""llmbench's own variables of every GPU launch (docs/transport.md), not the reference's."""
+
+
 def _env(script: str) -> dict[str, str]:
     pairs = re.findall(r"^export (\w+)=(.*)$", script, flags=re.M)
-    return {k: shlex.split(v)[0] if v else "" for k, v in pairs}
+    return {k: shlex.split(v)[0] if v else "" for k, v in pairs if k not in NCCL_DEBUG_NAMES}
 
 
 def _srun_line(script: str) -> str:

@@ -11,7 +11,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from llmbench.aggregate.job import OUTPUTS, aggregate_sweep, read_sweep, write_sweep_tables
+from llmbench.aggregate.job import (
+    OUTPUTS,
+    RESULT_OUTPUTS,
+    aggregate_sweep,
+    read_sweep,
+    write_sweep_tables,
+)
 from llmbench.aggregate.reference import references_for
 from llmbench.aggregate.runs_and_steps import (
     runs_table_from_frames,
@@ -44,17 +50,21 @@ def two_run_folders(root) -> tuple[list[str], dict[str, pd.DataFrame], dict[str,
         write_run(root / "runs", EMPTY, NO_DATA, steps[EMPTY["run_id"]]),
     ]
     (root / "tables").mkdir()
-    return [str(p) for p in paths], steps, {name: root / "tables" / name for name in OUTPUTS}
+    outputs = {name: root / "tables" / name for name in OUTPUTS + RESULT_OUTPUTS}
+    outputs["result"] = root / "result.json"
+    return [str(p) for p in paths], steps, outputs
 
 
 def test_aggregate_sweep_writes_every_output_from_the_run_folders(tmp_path) -> None:
     good, empty = GOOD, EMPTY
     paths, steps, outputs = two_run_folders(tmp_path)
-    _, steps_table = aggregate_sweep(
-        {"records": paths}, outputs, {"sweep_id": "s1"}, TRAIN_TOKENS, 0.05
-    )
-    assert all(outputs[name].stat().st_size > 0 for name in OUTPUTS)
-    assert json.loads(outputs["sweep"].read_text()) == {"sweep_id": "s1"}
+    sweep = {"sweep_id": "s1", "created_at": "2026-01-01T00:00:00.000+00:00"}
+    _, steps_table = aggregate_sweep({"records": paths}, outputs, sweep, TRAIN_TOKENS, 0.05)
+    assert all(outputs[name].stat().st_size > 0 for name in OUTPUTS + RESULT_OUTPUTS)
+    assert json.loads(outputs["sweep"].read_text()) == sweep
+    result = json.loads(outputs["result"].read_text())
+    assert [r["run_id"] for r in result["runs"]] == sorted([good["run_id"], empty["run_id"]])
+    assert result["status"] == "partial" and result["sweep"]["sweep_id"] == "s1"
     written = pd.read_parquet(outputs["runs"])
     assert sorted(written.run_id) == sorted([good["run_id"], empty["run_id"]])
     assert set(written.sweep_id) == {"s1"}

@@ -50,8 +50,8 @@ def test_dcgm_failures() -> None:
     assert dcgm_failures(text) == ["GPU Memory"]
 
 
-def settings() -> PreflightSettings:
-    return PreflightSettings(True, ("gpu-01",), "h100", 8, 2, 8 << 30, 0.7, 5)
+def settings(root: Path | str = "/") -> PreflightSettings:
+    return PreflightSettings(True, ("gpu-01",), "h100", 8, 2, 8 << 30, 0.7, 5, str(root))
 
 
 def test_gpu_preflight_script_is_pinned() -> None:
@@ -61,7 +61,7 @@ def test_gpu_preflight_script_is_pinned() -> None:
     assert text == golden.read_text()
 
 
-def test_gpu_result_from_script_output() -> None:
+def test_gpu_result_from_script_output(tmp_path: Path) -> None:
     healthy = (
         HEALTH.splitlines()[0]
         + "\n"
@@ -75,10 +75,13 @@ def test_gpu_result_from_script_output() -> None:
         "### llmbench preflight: dcgm\ndcgmi not installed\n"
         "### llmbench preflight: nccl\n" + NCCL
     )
-    result = gpu_result("gpu-01", settings(), output)
+    result = gpu_result("gpu-01", settings(tmp_path), output)
     assert result["problems"] == [] and result["busbw_gbps"] == 392.45
-    assert result["checks"] == ["nvidia-smi health", "nccl-tests all_reduce_perf"]
-    broken = gpu_result("gpu-01", settings(), output.replace(NCCL, ""))
+    assert result["checks"] == [
+        "nvidia-smi health", "nccl-tests all_reduce_perf", "nccl-tests alltoall_perf"
+    ]  # fmt: skip
+    assert result["alltoall_busbw_gbps"] is None  # no alltoall section: not measured
+    broken = gpu_result("gpu-01", settings(tmp_path), output.replace(NCCL, ""))
     assert broken["problems"] == ["all_reduce_perf printed no result"]
 
 

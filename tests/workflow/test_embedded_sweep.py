@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from llmbench.aggregate.result_file import validate
 from tests.conftest import REPO, TINY_STEPS, Sweep, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
@@ -32,6 +33,26 @@ def test_runs_table_is_typed_with_one_row_per_run(finished_sweep: Sweep) -> None
     assert ((runs.mfu > 0) & (runs.mfu < 1)).all(), runs.mfu
     assert runs.peak_source.str.startswith("measured").all()
     assert (runs.global_batch_size == runs.micro_batch_size * runs.dp * runs.ga).all()
+
+
+def test_result_file_and_records_fit_their_schemas(finished_sweep: Sweep) -> None:
+    """results/result.json and every run.json of the sweep validate (docs/results.md); a
+    CPU sweep has no NCCL output, so no socket fallback and no transport."""
+    result = json.loads((finished_sweep.results / "result.json").read_text())
+    validate(result, "result")
+    assert result["status"] == "success" and result["counts"]["runs"] == 2
+    assert {r["run_id"] for r in result["runs"]} == RUN_IDS
+    for run in result["runs"]:
+        assert run["transport"] == {"net_transport": "", "gdr": "", "nvls": "", "collnet": "",
+                                    "nccl_plugin": "", "nccl_version": "",
+                                    "socket_fallback": False}  # fmt: skip
+        assert run["reference"]["verdict"] == "no_reference" and run["explanation"] is not None
+        assert (finished_sweep.results / run["files"]["log"]).is_file()
+    records = sorted(finished_sweep.results.glob("runs/*/run.json"))
+    records += sorted(finished_sweep.results.glob("runs/*/attempt-*/run.json"))
+    assert len(records) == 4
+    for path in records:
+        validate(json.loads(path.read_text()), "run", str(path))
 
 
 def test_tables_read_with_duckdb(finished_sweep: Sweep) -> None:

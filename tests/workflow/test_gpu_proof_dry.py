@@ -64,7 +64,7 @@ def test_dry_mode_proves_every_step_on_the_cpu(tmp_path: Path) -> None:
     assert any((out / "workflow/results/plots").rglob("*.svg"))
     # 2. the node checks: gloo between two CPU ranks, the GPU checks skipped with why
     node = summary["node"]
-    assert node["status"] == "ok" and node["checks"] == ["gloo all-reduce"]
+    assert node["status"] == "ok" and node["checks"] == ["gloo all-reduce", "gloo alltoall"]
     assert node["busbw_gbps"] > 0 and len(node["skipped"]) == 3
     # 3. Megatron-Core: the GPTModel built in the shape the FLOPs formula counts; trained
     # on the CPU only where the framework's step runs there

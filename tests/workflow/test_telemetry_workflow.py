@@ -83,7 +83,8 @@ def test_rapl_energy_and_gloo_preflight(tmp_path: Path) -> None:
 
     nodes = pd.read_parquet(tmp_path / "results/tables/nodes.parquet")
     assert len(nodes) == 1 and nodes.status.iloc[0] == "ok"
-    assert nodes.busbw_gbps.iloc[0] > 0 and nodes.checks.iloc[0] == "gloo all-reduce"
+    assert nodes.busbw_gbps.iloc[0] > 0 and nodes.alltoall_busbw_gbps.iloc[0] > 0
+    assert nodes.checks.iloc[0] == "gloo all-reduce, gloo alltoall"
     assert "Cluster: preflight" in (tmp_path / "results/tables/nodes.html").read_text()
 
 

@@ -2,6 +2,7 @@ rule aggregate:
     input:
         unpack(get_peak_inputs),
         unpack(get_reference_input),
+        unpack(get_aggregate_preflight_input),
         # summary.json and steps.parquet sit next to each run.json (outputs of the same
         # train job): listing them too would triple the DAG's edges for nothing.
         records=get_run_records,
@@ -48,6 +49,14 @@ rule aggregate:
             category="Profiles",
             labels=get_table_labels("profiling runs"),
         ),
+        why_slower_html=report(
+            "results/tables/why_slower.html",
+            caption="../report/why_slower.rst",
+            category="Why slower",
+            labels=get_table_labels("why slower"),
+        ),
+        # the sweep's stable machine-readable result (docs/results.md)
+        result="results/result.json",
     log:
         "results/logs/aggregate.log",
     conda:
@@ -60,5 +69,6 @@ rule aggregate:
         config_sha256=CONFIG_SHA256,
         cluster=HISTORY["cluster"],
         stage=STAGE,
+        fabric=CONFIG.get("fabric"),
     script:
         "../scripts/aggregate.py"

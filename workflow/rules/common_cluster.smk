@@ -36,6 +36,12 @@ def preflight_excluded():
         return ",".join(json.load(fh)["exclude"])
 
 
+def get_aggregate_preflight_input(wildcards):
+    """The aggregate job reads the preflight nodes table where preflight runs: the
+    cluster's fabric where the site names none, and node health for "Why slower"."""
+    return {"nodes": "results/tables/nodes.parquet"} if PREFLIGHT.enabled else {}
+
+
 def get_fabric_extra(wildcards, input):
     """The fabric test's allocation leaves out the nodes the gate excluded."""
     with open(input.exclude) as fh:

@@ -12,4 +12,5 @@ aggregate_sweep(
     stamp_sweep(params.config_sha256, params.cluster, params.stage, Path(snakemake.scriptdir)),
     params.train_tokens,
     params.tolerance,
+    params.fabric,
 )

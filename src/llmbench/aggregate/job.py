@@ -19,24 +19,28 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from llmbench.aggregate.arrow_memory import table_building_pool
+from llmbench.aggregate.explain import explain_runs
 from llmbench.aggregate.reference import compare, references_for
+from llmbench.aggregate.result_file import result_document, validate
 from llmbench.aggregate.runs_and_steps import (
     attempt_nodelist,
     peak_for,
     runs_table_from_frames,
+    site_fabric,
     spec_columns,
     steps_table_from_frame,
 )
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.files.atomic_tables import write_csv_atomic, write_parquet_atomic
 from llmbench.job.attempts import attempt_history
-from llmbench.job.run_record import read_record
+from llmbench.job.run_record import read_record, read_run_transport
 from llmbench.report.html_tables import (
     failures_html,
     overview_html,
     profiles_html,
     references_html,
     runs_html,
+    why_slower_html,
 )
 from llmbench.report.scaling_tables import scaling_html, scaling_markdown
 from llmbench.telemetry.results import read_energy
@@ -51,6 +55,9 @@ OUTPUTS = (
     "scaling_html", "references_html", "failures_html", "profiles_html",
 )  # fmt: skip
 """The files ``write_sweep_tables`` writes, by the aggregate rule's output names."""
+RESULT_OUTPUTS = ("why_slower_html", "result")
+"""The files ``write_result`` writes after them: every output of the aggregate rule is
+``OUTPUTS + RESULT_OUTPUTS``."""
 
 
 @dataclass
@@ -58,7 +65,9 @@ class SweepInputs:
     """What the aggregate job reads, one entry per run in the same order: run records,
     (attempts, earlier outcomes) from ``attempt_history``, Slurm node lists, the log
     summaries (a frame), every run's parsed steps (one long frame with ``run_id``) and
-    its window energy (a frame, ``llmbench.telemetry.results.read_energy``; None: not read)."""
+    its window energy (a frame, ``llmbench.telemetry.results.read_energy``; None: not read),
+    its NCCL transport report (``llmbench.job.run_record.read_run_transport``; None: not read)
+    and the cluster's fabric (``llmbench.aggregate.runs_and_steps.site_fabric``)."""
 
     records: list[dict[str, Any]]
     histories: list[tuple[int, str]]
@@ -67,11 +76,20 @@ class SweepInputs:
     steps: pd.DataFrame
     cpu_peak: dict[str, Any] | None = None
     energy: pd.DataFrame | None = None
+    transport: pd.DataFrame | None = None
+    fabric: str | None = None
 
 
-def read_sweep(record_paths: Sequence[str | Path], cpu_peak: str | Path | None) -> SweepInputs:
+def read_sweep(
+    record_paths: Sequence[str | Path],
+    cpu_peak: str | Path | None,
+    fabric: str | None = None,
+    nodes: str | Path | None = None,
+) -> SweepInputs:
     """Read the run folders of ``record_paths`` (each run's ``run.json``; its
-    ``summary.json`` and ``steps.parquet`` lie beside it)."""
+    ``summary.json``, ``steps.parquet``, ``energy.json`` and ``transport.json`` lie beside
+    it); ``fabric`` is the site's value, ``nodes`` the preflight's nodes table (where it
+    ran), which tells the fabric where the site does not."""
     run_dirs = [Path(path).parent for path in record_paths]
     records = [read_record(path) for path in record_paths]
     steps = [
@@ -88,6 +106,10 @@ def read_sweep(record_paths: Sequence[str | Path], cpu_peak: str | Path | None) 
         steps=pd.concat(steps, ignore_index=True),
         cpu_peak=read_record(cpu_peak) if cpu_peak else None,
         energy=pd.DataFrame([read_energy(run_dir) for run_dir in run_dirs]),
+        transport=pd.DataFrame(
+            [read_run_transport(d, rec) for rec, d in zip(records, run_dirs, strict=True)]
+        ),
+        fabric=site_fabric(fabric, pd.read_parquet(nodes) if nodes else None),
     )
 
 
@@ -146,7 +168,14 @@ def write_sweep_tables(
         steps_done = background.submit(steps_table)
         runs = stage(
             "runs_table",
-            lambda: runs_table_from_frames(specs, inputs.summaries, train_tokens, inputs.energy),
+            lambda: runs_table_from_frames(
+                specs,
+                inputs.summaries,
+                train_tokens,
+                inputs.energy,
+                inputs.transport,
+                inputs.fabric,
+            ),
         )
         runs = stage("reference_compare", lambda: compare(runs, references, tolerance))
         stage("write_parquet_csv", write_tables)
@@ -161,17 +190,42 @@ def aggregate_sweep(
     sweep: Mapping[str, Any],
     train_tokens: float,
     tolerance: float,
+    fabric: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The aggregate rule: read the sweep's run folders (``inputs["records"]``, the
-    ``run.json`` files; optional ``cpu_peak`` and ``reference`` files), write its tables
+    ``run.json`` files; optional ``cpu_peak``, ``reference`` and preflight ``nodes``
+    files; ``fabric`` the site's), write its tables
     and pages. ``sweep`` is this invocation's identity
     (``llmbench.history.sweep.stamp_sweep``): the invocation that builds the tables is a
     sweep of its own (docs/history.md). Returns the runs and steps tables."""
-    return write_sweep_tables(
-        read_sweep(inputs["records"], inputs.get("cpu_peak")),
+    runs, steps = write_sweep_tables(
+        read_sweep(inputs["records"], inputs.get("cpu_peak"), fabric, inputs.get("nodes")),
         sweep,
         references_for(inputs.get("reference")),
         tolerance,
         train_tokens,
         outputs,
     )
+    records = [Path(p) for p in inputs["records"]]
+    results = records[0].parents[2] if records else Path(outputs["result"]).parent
+    write_result(runs, steps, sweep, outputs, results)
+    return runs, steps
+
+
+def write_result(
+    runs: pd.DataFrame,
+    steps: pd.DataFrame,
+    sweep: Mapping[str, Any],
+    outputs: Mapping[str, str | Path],
+    results: Path,
+) -> None:
+    """The "Why slower" page (``outputs["why_slower_html"]``) and ``result.json``
+    (``outputs["result"]``, checked against its schema before it is written) of the
+    results folder ``results`` (which holds ``runs/`` and ``tables/``)."""
+    explanations = explain_runs(results, runs, steps)
+    write_text_atomic(
+        why_slower_html([e.as_dict() for e in explanations]), outputs["why_slower_html"]
+    )
+    document = result_document(runs, sweep, explanations)
+    validate(document, "result", str(outputs["result"]))
+    write_json_atomic(outputs["result"], document)

@@ -11,10 +11,14 @@ Judgement, with ``deviation_pct = (measured - reference) / reference * 100``:
 - ``faster``: deviation < -tolerance * 100 (step time below the reference)
 - ``slower``: deviation > +tolerance * 100
 - ``no_reference``: no reference for the run's key
+- ``not_comparable``: its inter-node traffic went over TCP sockets on a cluster with IB or
+  EFA (the runs table's ``socket_fallback``): it measured the fallback, not the cluster
+  (the deviation is still given)
 A run without a measured step time (not a success), or with an implausible one (MFU above
 100 %, the runs table's ``implausible`` column), has a null verdict and deviation. A run
 whose ranks ran in another image than the reference's (the runs table's ``reference_stack``
 false) is judged too, and its ``reference_source`` says that the software stack differs.
+``verdict_reason`` says why a run has no plain verdict.
 """
 
 from __future__ import annotations
@@ -30,8 +34,11 @@ from llmbench.spec.catalog import published_results
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
-COMPARE_COLUMNS = ("reference_step_time_s", "reference_source", "deviation_pct", "verdict")
-VERDICTS = ("within", "faster", "slower", "no_reference")
+COMPARE_COLUMNS = (
+    "reference_step_time_s", "reference_source", "deviation_pct", "verdict", "verdict_reason",
+)  # fmt: skip
+VERDICTS = ("within", "faster", "slower", "no_reference", "not_comparable")
+SOCKET_FALLBACK_REASON = "not comparable: inter-node traffic over TCP sockets"
 OTHER_STACK = "not the reference's software stack (reference_stack false: see image)"
 """Added to ``reference_source`` where the run's image is not the reference's."""
 COMPARE_DTYPES = {
@@ -39,6 +46,7 @@ COMPARE_DTYPES = {
     "reference_source": "string",
     "deviation_pct": "float64",
     "verdict": "string",
+    "verdict_reason": "string",
 }
 _KEY_DTYPES = {
     "workload": "string", "size": "string", "dtype": "string", "gpu_type": "string",
@@ -140,7 +148,8 @@ def references_for(path: str | Path | None) -> pd.DataFrame:
 
 def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.05) -> pd.DataFrame:
     """``runs`` with ``reference_step_time_s``, ``reference_source``, ``deviation_pct``
-    (= (measured - reference) / reference * 100) and ``verdict`` added."""
+    (= (measured - reference) / reference * 100), ``verdict`` and ``verdict_reason``
+    added."""
     if not tolerance >= 0:
         raise ConfigError(f"reference.tolerance: {tolerance!r} must be >= 0 (a fraction)")
     out = runs.copy()  # existing comparison columns are replaced in place
@@ -173,8 +182,18 @@ def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.0
     verdict[judged] = "within"
     verdict[judged & (deviation < -limit)] = "faster"
     verdict[judged & (deviation > limit)] = "slower"
+    reason = np.full(len(out), None, dtype=object)
+    reason[found & ~measured_ok] = "no measured step time"
+    if "implausible" in out.columns:
+        odd = found & out["implausible"].notna().to_numpy(bool)
+        reason[odd] = "implausible: " + out["implausible"].astype(object).to_numpy()[odd]
+    if "socket_fallback" in out.columns:
+        sockets = out["socket_fallback"].fillna(False).to_numpy(bool)
+        verdict[sockets & judged] = "not_comparable"
+        reason[sockets] = SOCKET_FALLBACK_REASON
     out["reference_step_time_s"] = ref_t
     out["reference_source"] = ref_src
     out["deviation_pct"] = deviation
     out["verdict"] = verdict
+    out["verdict_reason"] = reason
     return out.astype(COMPARE_DTYPES)

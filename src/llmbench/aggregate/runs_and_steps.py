@@ -21,9 +21,14 @@ first two for a handful of runs.
   model_flops_per_sample; achieved_tflops_per_gpu = GBS * flops / step_time / gpus / 1e12;
   peak_tflops_per_gpu and peak_source; mfu = achieved / peak (a fraction); implausible
   (``mfu_above_100pct`` when mfu > 1, else null: such a run gets no verdict)
+- transport (NCCL's debug output, ``llmbench.parsers.transport``): net_transport (ib |
+  ofi | socket | mixed: ...), gdr, nvls, collnet, nccl_plugin, nccl_version, and
+  socket_fallback: inter-node traffic over TCP sockets on a cluster declared (site value
+  ``fabric``) or found (preflight) to have IB or EFA
 - reference (``llmbench.aggregate.reference.compare``): reference_step_time_s, reference_source,
   deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
-  (within | faster | slower | no_reference; null when the run has no step time)
+  (within | faster | slower | no_reference | not_comparable; null when the run has no
+  step time) and verdict_reason (why a run has no plain verdict)
 - provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
   tables), started_at, finished_at (UTC), duration_s, host, nodelist, image (the one the ranks
   ran in), reference_stack (that image is the spec document's reference image), git_sha,
@@ -51,6 +56,19 @@ from llmbench.spec import flops as flops_mod
 from llmbench.spec import metrics
 from llmbench.spec.catalog import load_catalog
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
+
+TRANSPORT_DTYPES: dict[str, str] = {
+    "net_transport": "string",
+    "gdr": "string",
+    "nvls": "string",
+    "collnet": "string",
+    "nccl_plugin": "string",
+    "nccl_version": "string",
+    "socket_fallback": "bool",
+}
+"""The runs table's transport columns (docs/transport.md)."""
+FABRICS_WITH_RDMA = ("ib", "efa")
+"""Site fabrics over which inter-node traffic over TCP sockets is a fallback."""
 
 KEY_COLUMNS = (
     "run_id",
@@ -115,11 +133,13 @@ RUN_DTYPES: dict[str, str] = {
     "peak_source": "string",
     "mfu": "float64",
     **ENERGY_DTYPES,
+    **TRANSPORT_DTYPES,
     "implausible": "string",
     "reference_step_time_s": "float64",
     "reference_source": "string",
     "deviation_pct": "float64",
     "verdict": "string",
+    "verdict_reason": "string",
     "sweep_id": "string",
     "started_at": "datetime64[ms, UTC]",
     "finished_at": "datetime64[ms, UTC]",
@@ -361,6 +381,8 @@ def runs_table_from_frames(
     summaries: pd.DataFrame,
     train_tokens: float,
     energy: pd.DataFrame | None = None,
+    transport: pd.DataFrame | None = None,
+    fabric: str | None = None,
 ) -> pd.DataFrame:
     """The runs table from one row per run of ``spec_row`` facts (``specs``) and of log
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
@@ -370,7 +392,9 @@ def runs_table_from_frames(
     ``llmbench.spec.metrics`` applied to whole columns. Null where the step time is not a
     positive number, and mfu null where the peak is unknown (docs/tables.md). ``energy``:
     one ``llmbench.telemetry.energy.WindowEnergy`` row per run (same order), else NaN
-    with the reason that no telemetry was read."""
+    with the reason that no telemetry was read. ``transport``: one transport report per
+    run (``llmbench.job.run_record.read_run_transport``), else empty; ``fabric`` the cluster's
+    (``site_fabric``)."""
     if len(specs) != len(summaries):
         raise ValueError(f"{len(specs)} spec rows but {len(summaries)} summary rows")
     summ = summaries.reset_index(drop=True)
@@ -405,12 +429,43 @@ def runs_table_from_frames(
     else:
         for col in ENERGY_DTYPES:
             out[col] = energy[col].to_numpy() if col in energy.columns else None
+    transport_columns(out, transport, fabric)
     # Above the datasheet peak cannot be true: flagged, and never judged against a reference.
     out["implausible"] = np.where(out["mfu"].gt(1), "mfu_above_100pct", None)
     out["started_at"] = pd.to_datetime(out["started_at"], utc=True, format="ISO8601")
     out["finished_at"] = pd.to_datetime(out["finished_at"], utc=True, format="ISO8601")
     out["duration_s"] = (out["finished_at"] - out["started_at"]).dt.total_seconds()
     return runs_table_frame(out)
+
+
+def transport_columns(
+    out: pd.DataFrame, transport: pd.DataFrame | None, fabric: str | None
+) -> None:
+    """The transport columns of ``out`` from one transport report per run; a socket
+    fallback needs inter-node traffic over sockets and a cluster with IB or EFA."""
+    if transport is None or transport.empty:
+        for col, dtype in TRANSPORT_DTYPES.items():
+            out[col] = False if dtype == "bool" else ""
+        return
+    for col in TRANSPORT_DTYPES:
+        if col != "socket_fallback":
+            given = transport[col] if col in transport.columns else pd.Series("", index=out.index)
+            out[col] = given.fillna("").astype(str).to_numpy()
+    sockets = transport.get("socket_inter_node", pd.Series(False, index=transport.index))
+    out["socket_fallback"] = sockets.fillna(False).astype(bool).to_numpy() & (
+        fabric in FABRICS_WITH_RDMA
+    )
+
+
+def site_fabric(declared: str | None, nodes: pd.DataFrame | None) -> str | None:
+    """The cluster's fabric: the site's ``fabric`` value, else what preflight found on
+    its nodes (``fabric`` of the nodes table: ib or efa where a node has such devices)."""
+    if declared:
+        return declared
+    if nodes is None or "fabric" not in nodes.columns:
+        return None
+    found = [f for f in nodes["fabric"].dropna().astype(str) if f in FABRICS_WITH_RDMA]
+    return found[0] if found else None
 
 
 def runs_table_from_records(

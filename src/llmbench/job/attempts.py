@@ -26,7 +26,14 @@ from llmbench.errors import LlmbenchError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job.outcome import run_outcome
 from llmbench.job.run_record import parse_attempt_log
-from llmbench.job.runner import ATTEMPT_PREFIX, JOB_FILE, RECORD_FILE, attempt_numbers, run_attempt
+from llmbench.job.runner import (
+    ATTEMPT_PREFIX,
+    JOB_FILE,
+    RECORD_FILE,
+    RECORD_SCHEMA_VERSION,
+    attempt_numbers,
+    run_attempt,
+)
 from llmbench.job.supervise import Ended
 from llmbench.launch.slurm import SLURM_FAILURE_STATES, job_state
 from llmbench.parsers import parse_log
@@ -234,6 +241,7 @@ def salvage_record(
     log = attempt_dir / "train.log"
     finished = datetime.fromtimestamp(log.stat().st_mtime, timezone.utc) if log.exists() else stamp
     record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
         "run_id": spec["run_id"],
         "attempt": number,
         "attempt_dir": attempt_dir.name,

@@ -41,6 +41,8 @@ from llmbench.telemetry.sampling import TelemetrySettings, runner_samples, sampl
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
 LAUNCH_FILE = "launch.sh"
+RECORD_SCHEMA_VERSION = "1.0.0"
+"""The run record's schema (``schemas/run.schema.json``, docs/results.md)."""
 JOB_FILE = "job.json"
 
 
@@ -201,6 +203,7 @@ def run_attempt(
     after = sweep_processes(run_dir.parent, exclude=attempt_dir)
     shared += overlap(spec, run_dir.parent, after, "end")
     record = {
+        "schema_version": RECORD_SCHEMA_VERSION,
         "run_id": spec.run_id,
         "attempt": number,
         "attempt_dir": attempt_dir.name,

@@ -16,7 +16,7 @@ from typing import Any
 
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.atomic_tables import write_parquet_atomic
-from llmbench.job.run_record import summarize_record
+from llmbench.job.run_record import TRANSPORT_FILE, attempt_transport, summarize_record
 from llmbench.parsers.table import steps_table
 from llmbench.telemetry.results import run_telemetry
 
@@ -25,7 +25,8 @@ def write_train_outputs(record: Mapping[str, Any], outputs: Mapping[str, str | P
     """For the reported attempt's ``record`` (written to ``outputs["record"]``): its log
     summary and parsed steps (``outputs["summary"]``, ``outputs["steps"]``) and its
     telemetry samples and window energy (``outputs["telemetry"]``, ``outputs["energy"]``),
-    each written atomically."""
+    each written atomically; beside them ``transport.json``, what NCCL's debug files say
+    (not a rule output: runs recorded before it existed are not redone for it)."""
     record_path = Path(outputs["record"])
     summary, parsed = summarize_record(record_path)
     write_json_atomic(outputs["summary"], summary)
@@ -33,3 +34,7 @@ def write_train_outputs(record: Mapping[str, Any], outputs: Mapping[str, str | P
     samples, energy = run_telemetry(record_path.parent, record)
     write_parquet_atomic(samples, outputs["telemetry"])
     write_json_atomic(outputs["energy"], energy.as_dict())
+    transport = attempt_transport(record_path.parent, record)
+    write_json_atomic(
+        record_path.parent / TRANSPORT_FILE, {"attempt": record["attempt"], **transport.as_dict()}
+    )

@@ -12,6 +12,7 @@ from llmbench.launch.entry import (
     omp_threads,
     rank_environment,
 )
+from llmbench.launch.nccl_debug import nccl_debug_env
 from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
     STAGE_CHECK,
@@ -75,7 +76,18 @@ def _render_local(spec: RunSpec) -> str:
             "with variant perf and container none only; use launcher srun"
         )
     command = local_rank_launcher(spec) + embedded_entry_point(framework=spec.framework)
-    return "\n".join([*_header(spec, "bash launch.sh"), f'exec "$PYTHON" {join(command)}', ""])
+    lines = _header(spec, "bash launch.sh") + _nccl_debug_lines(spec)
+    return "\n".join([*lines, f'exec "$PYTHON" {join(command)}', ""])
+
+
+def _nccl_debug_lines(spec: RunSpec) -> list[str]:
+    env = nccl_debug_env(spec)
+    if not env:
+        return []
+    return [
+        "# NCCL's transport choice, one file per process (docs/transport.md).",
+        *(f"export {name}={join([value])}" for name, value in env),
+    ]
 
 
 def image_comment(spec: RunSpec) -> list[str]:
@@ -109,6 +121,8 @@ def _render_srun(spec: RunSpec) -> str:
         lines.append(f"# Unverified (the reference's pin is not public): {unverified}.")
     env += parts.env
     lines += [f"export {name}={join([value])}" for name, value in env]
+    lines += _nccl_debug_lines(spec)
+    env += nccl_debug_env(spec)
     lines += parity_setup_lines(spec)
     lines.append("# HF_TOKEN, if needed, comes from the caller's environment, by name only.")
     groups: list[list[Word]] = [

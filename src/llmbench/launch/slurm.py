@@ -14,6 +14,7 @@ the plugin's own resources (set in the profile), which it quotes itself.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import shutil
 import subprocess
@@ -171,3 +172,28 @@ def step_task_pids(job_id: str) -> list[int]:
         if len(row) >= 5 and row[0].isdigit() and row[2] != "batch" and row[4].isdigit()
         and int(row[0]) not in mine
     ]  # fmt: skip
+
+
+_HOSTLIST_PART = re.compile(r"([^,\[]*)(?:\[([^\]]*)\])?([^,\[]*)")
+
+
+def expand_nodelist(text: str | None) -> list[str]:
+    """Node names of a Slurm node list in its compact form (``gpu-[001-003,7],login1``);
+    one bracket group per name, as ``squeue -o %N`` prints them."""
+    names: list[str] = []
+    rest = (text or "").strip()
+    while rest:
+        match = _HOSTLIST_PART.match(rest)
+        if match is None or not match.group(0):
+            break
+        head, ranges, tail = match.groups()
+        if ranges is None:
+            names.append(head + tail)
+        else:
+            for part in ranges.split(","):
+                first, _, last = part.partition("-")
+                width = len(first)
+                for n in range(int(first), int(last or first) + 1):
+                    names.append(f"{head}{n:0{width}d}{tail}")
+        rest = rest[match.end() :].lstrip(",")
+    return [n for n in names if n]

@@ -1,7 +1,8 @@
 """Variants as additions to one launch command: a rank prefix, environment, entry arguments.
 
 The training command itself is never copied: ``profile`` prefixes it with Nsight Systems,
-``nccltrace`` only sets NCCL's logging, the checkpoint variants pass folders to the entry
+``nccltrace`` only adds NCCL's collective trace to its debug output
+(``llmbench.launch.nccl_debug``), the checkpoint variants pass folders to the entry
 point (which maps them onto the framework's own settings).
 """
 
@@ -27,8 +28,6 @@ cudaProfilerStart/Stop calls (placed at the profiled steps by the entry point)."
 
 NSYS_OUTPUT = "profile_%q{SLURM_JOB_ID}_%q{SLURM_NODEID}_%q{SLURM_LOCALID}"
 """One report per rank; nsys expands ``%q{VAR}`` from each task's own environment."""
-
-NCCL_TRACE_ENV = (("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "COLL"))
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,8 @@ def variant_parts(spec: RunSpec) -> VariantParts:
             entry_args=["--profile-steps", str(start), str(stop)],
             setup_lines=lines,
         )
-    if spec.variant == "nccltrace":
-        return VariantParts(env=list(NCCL_TRACE_ENV))
+    if spec.variant == "nccltrace":  # its COLL subsystem: llmbench.launch.nccl_debug
+        return VariantParts()
     if spec.variant == "ckpt-save":
         return VariantParts(
             entry_args=["--save-checkpoint", Raw(f'"{checkpoint_dir(spec.run_id)}"')],

@@ -1,13 +1,14 @@
-"""All-reduce bandwidth between the ranks of one node, measured for real with gloo (CPU
-ranks) or NCCL (one rank per GPU, for the GPU proof kit where nccl-tests is not installed).
+"""All-reduce and alltoall bandwidth between the ranks of one node, measured for real with
+gloo (CPU ranks) or NCCL (one rank per GPU, for the GPU proof kit where nccl-tests is not
+installed).
 
 Figures as nccl-tests defines them (nccl-tests doc/PERFORMANCE.md): for a message of S
 bytes taking t seconds, algorithm bandwidth algbw = S / t and bus bandwidth busbw = algbw
-x 2 (n - 1) / n for n ranks, the figure comparable across rank counts and with the
-hardware's link speed.
+x 2 (n - 1) / n for an all-reduce over n ranks, algbw x (n - 1) / n for an alltoall: the
+figure comparable across rank counts and with the hardware's link speed.
 
 A ``slow`` fault of the embedded trainer's injector (``LLMBENCH_FAULT=slow@0:preflight_<node>``)
-delays every timed all-reduce on that node by ``SLOW_STEP_S``: the measurement of a
+delays every timed collective on that node by ``SLOW_STEP_S``: the measurement of a
 degraded node, for tests of the gate.
 """
 
@@ -34,9 +35,14 @@ DEFAULT_SIZES = tuple(8 * 8**k for k in range(8))
 """8 B to 16 MiB, a factor of 8 apart (nccl-tests' ``-b 8 -e <max> -f 8``)."""
 
 
-def bus_factor(ranks: int) -> float:
-    """busbw / algbw of an all-reduce over ``ranks`` ranks: 2 (n - 1) / n."""
-    return 2 * (ranks - 1) / ranks
+COLLECTIVES = ("all_reduce", "alltoall")
+
+
+def bus_factor(ranks: int, collective: str = "all_reduce") -> float:
+    """busbw / algbw over ``ranks`` ranks: 2 (n - 1) / n for an all-reduce, (n - 1) / n
+    for an alltoall (nccl-tests doc/PERFORMANCE.md)."""
+    share = (ranks - 1) / ranks
+    return 2 * share if collective == "all_reduce" else share
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ def rank_main(
     iterations: int,
     node: str,
     backend: str = "gloo",
+    collective: str = "all_reduce",
 ) -> list[AllReducePoint]:
     """One rank of the test (its own process); every rank returns the same timings. With
     ``nccl`` each rank drives GPU ``rank`` of this node."""
@@ -101,7 +108,9 @@ def rank_main(
     with _group(rank, ranks, store, backend):
         for size in sizes:
             fault_here = fault if rank == 0 else None
-            points.append(_time_one(torch, dist, size, iterations, ranks, fault_here, device))
+            points.append(
+                _time_one(torch, dist, size, iterations, ranks, fault_here, device, collective)
+            )
     return points
 
 
@@ -113,25 +122,37 @@ def _time_one(
     ranks: int,
     fault: Fault | None,
     device: Any,
+    collective: str = "all_reduce",
 ) -> AllReducePoint:
-    tensor = torch.ones(max(2, size // 4), dtype=torch.float32, device=device)
+    # an alltoall splits the buffer evenly between the ranks
+    elements = (
+        max(2, size // 4) if collective == "all_reduce" else max(ranks, size // 4 // ranks * ranks)
+    )
+    tensor = torch.ones(elements, dtype=torch.float32, device=device)
+    received = torch.empty_like(tensor)
+
+    def call() -> None:
+        if collective == "all_reduce":
+            dist.all_reduce(tensor)
+        else:
+            dist.all_to_all_single(received, tensor)
 
     def finish() -> None:  # NCCL returns once the collective is queued on the GPU
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    dist.all_reduce(tensor)  # warm-up: connections, buffers
+    call()  # warm-up: connections, buffers
     finish()
     dist.barrier()
     start = time.perf_counter()
     for _ in range(iterations):
         inject(fault, 0)  # a slowed node: the delay sits inside the timed calls
-        dist.all_reduce(tensor)
+        call()
     finish()
     elapsed = (time.perf_counter() - start) / iterations
     nbytes = tensor.numel() * 4
     algbw = nbytes / elapsed / 1e9
-    return AllReducePoint(nbytes, elapsed, algbw, algbw * bus_factor(ranks))
+    return AllReducePoint(nbytes, elapsed, algbw, algbw * bus_factor(ranks, collective))
 
 
 def _free_port() -> int:
@@ -149,12 +170,13 @@ def rank_command(
     sizes: Sequence[int],
     out: Path,
     backend: str = "gloo",
+    collective: str = "all_reduce",
 ) -> list[str]:
     """One rank's process: this module's ``main``, like a launcher would start it."""
     args = {
         "--rank": rank, "--ranks": ranks, "--port": port, "--node": node,
         "--iterations": iterations, "--sizes": ",".join(map(str, sizes)), "--out": out,
-        "--backend": backend,
+        "--backend": backend, "--collective": collective,
     }  # fmt: skip
     return [sys.executable, "-m", "llmbench.preflight.allreduce"] + [
         str(word) for pair in args.items() for word in pair
@@ -168,16 +190,19 @@ def measure_allreduce(
     iterations: int = 5,
     timeout_s: float = 300,
     backend: str = "gloo",
+    collective: str = "all_reduce",
 ) -> list[AllReducePoint]:
-    """All-reduce of float32 buffers of ``sizes`` bytes between ``ranks`` local
-    processes (gloo over loopback, or NCCL with one GPU per rank), ``iterations`` timed
-    calls each after one warm-up. Rank 0's timings are returned; a rank that fails or
-    outlives ``timeout_s`` fails the test (``RuntimeError``)."""
+    """All-reduce (or alltoall) of float32 buffers of ``sizes`` bytes between ``ranks``
+    local processes (gloo over loopback, or NCCL with one GPU per rank), ``iterations``
+    timed calls each after one warm-up. Rank 0's timings are returned; a rank that fails
+    or outlives ``timeout_s`` fails the test (``RuntimeError``)."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rank0.json"
         procs = [
-            subprocess.Popen(rank_command(r, ranks, port, node, iterations, sizes, out, backend))
+            subprocess.Popen(
+                rank_command(r, ranks, port, node, iterations, sizes, out, backend, collective)
+            )
             for r in range(ranks)
         ]
         deadline = time.monotonic() + timeout_s
@@ -204,10 +229,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", required=True, help="message sizes in bytes, comma-separated")
     parser.add_argument("--out", type=Path, required=True, help="rank 0 writes the timings here")
     parser.add_argument("--backend", choices=BACKENDS, default="gloo")
+    parser.add_argument("--collective", choices=COLLECTIVES, default="all_reduce")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     points = rank_main(
-        args.rank, args.ranks, args.port, sizes, args.iterations, args.node, args.backend
+        args.rank,
+        args.ranks,
+        args.port,
+        sizes,
+        args.iterations,
+        args.node,
+        args.backend,
+        args.collective,
     )
     if args.rank == 0:
         args.out.write_text(json.dumps([p.as_dict() for p in points]))

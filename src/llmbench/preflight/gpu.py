@@ -45,6 +45,7 @@ HEALTH_FIELDS = (
     "pcie.link.width.max",
 )
 NCCL_TESTS_BINARY = "all_reduce_perf"
+ALLTOALL_BINARY = "alltoall_perf"
 
 
 def health_command() -> list[str]:
@@ -92,6 +93,12 @@ def dcgm_command() -> list[str]:
 def nccl_single_node_command(gpus: int, max_bytes: int) -> list[str]:
     """nccl-tests on one node: one process, ``gpus`` GPUs, 8 B to ``max_bytes``."""
     return [NCCL_TESTS_BINARY, "-b", "8", "-e", str(max_bytes), "-f", "2", "-g", str(gpus)]
+
+
+def alltoall_single_node_command(gpus: int, max_bytes: int) -> list[str]:
+    """nccl-tests' alltoall on one node, like ``nccl_single_node_command``: its busbw is
+    algbw x (n - 1) / n, and its table has the same columns (``redop none``, ``root -1``)."""
+    return [ALLTOALL_BINARY, "-b", "8", "-e", str(max_bytes), "-f", "2", "-g", str(gpus)]
 
 
 def nccl_multi_node_command(nodes: int, gpus_per_node: int, max_bytes: int) -> list[str]:

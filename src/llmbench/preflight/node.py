@@ -1,9 +1,11 @@
 """One node's preflight: what the ``preflight_node`` job runs on that node.
 
-CPU nodes: the gloo all-reduce test between local ranks (``allreduce``). GPU nodes: a
-rendered ``preflight.sh`` (health query, ``dcgmi diag -r 1`` where DCGM is installed,
-nccl-tests ``all_reduce_perf`` in the workload's image through pyxis where the sweep uses
-one), whose sections are parsed into the same result.
+CPU nodes: the gloo all-reduce and alltoall tests between local ranks (``allreduce``).
+GPU nodes: a rendered ``preflight.sh`` (health query, ECC and row remapping, NVLink,
+``dcgmi diag -r 1`` where DCGM is installed, ``srun --mpi=list`` where a launch needs
+pmix, nccl-tests ``all_reduce_perf`` and ``alltoall_perf`` in the workload's image
+through pyxis where the sweep uses one), whose sections are parsed into the same result.
+Both run the node checks of ``checks`` (Xid, CPU governor, IMEX, fabric devices ...).
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from typing import Any
 
 from llmbench.launch.shell import Raw, Word, join
 from llmbench.preflight.allreduce import measure_allreduce
+from llmbench.preflight.checks import (
+    ecc_command,
+    fabric_devices,
+    node_checks,
+    node_root,
+)
 from llmbench.preflight.gpu import (
+    alltoall_single_node_command,
     dcgm_command,
     dcgm_failures,
     expected_bandwidth,
@@ -45,11 +54,28 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _checked(
+    node: str, settings: PreflightSettings, sections: dict[str, str] | None
+) -> dict[str, Any]:
+    """The node checks' part of a result: each check, and the fabric found."""
+    root = node_root(settings.root, node)
+    checks = node_checks(root, settings.gpu_type, sections, pmix_needed=settings.fabric)
+    return {"node_checks": [c.as_dict() for c in checks], "fabric": fabric_devices(root)[0]}
+
+
 def cpu_preflight(node: str, settings: PreflightSettings) -> dict[str, Any]:
     sizes = message_sizes(settings.max_message_bytes)
-    result: dict[str, Any] = {"node": node, "checks": ["gloo all-reduce"], "measured_at": _now()}
+    result: dict[str, Any] = {
+        "node": node,
+        "checks": ["gloo all-reduce", "gloo alltoall"],
+        "measured_at": _now(),
+        **_checked(node, settings, None),
+    }
     try:
         points = measure_allreduce(node, settings.ranks, sizes, settings.iterations)
+        alltoall = measure_allreduce(
+            node, settings.ranks, sizes, settings.iterations, collective="alltoall"
+        )
     except (RuntimeError, OSError) as exc:
         return {**result, "problems": [f"all-reduce test failed: {exc}"], "points": []}
     return {
@@ -57,6 +83,8 @@ def cpu_preflight(node: str, settings: PreflightSettings) -> dict[str, Any]:
         "problems": [],
         "points": [p.as_dict() for p in points],
         "busbw_gbps": points[-1].busbw_gbps,
+        "alltoall_points": [p.as_dict() for p in alltoall],
+        "alltoall_busbw_gbps": alltoall[-1].busbw_gbps,
     }
 
 
@@ -70,24 +98,36 @@ def _container(image: str) -> list[Word]:
 
 def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
     """``preflight.sh`` of a GPU node: each check's output under its own section line."""
-    nccl: list[Word] = [*nccl_single_node_command(settings.ranks, settings.max_message_bytes)]
-    if image:
-        srun = ["srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}"]
-        nccl = [*srun, *_container(image), *nccl]
+    tests = {
+        "nccl": nccl_single_node_command(settings.ranks, settings.max_message_bytes),
+        "alltoall": alltoall_single_node_command(settings.ranks, settings.max_message_bytes),
+    }
+    commands: dict[str, list[Word]] = {}
+    for name, command in tests.items():
+        commands[name] = [*command]
+        if image:
+            srun = ["srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}"]
+            commands[name] = [*srun, *_container(image), *command]
+    pmix = [f"echo '{SECTION}pmix'", "srun --mpi=list 2>&1 || true"] if settings.fabric else []
     return "\n".join(
         [
             "#!/usr/bin/env bash",
-            "# llmbench GPU node preflight: health, NVLink, DCGM, one-node all-reduce bandwidth.",
+            "# llmbench GPU node preflight: health, ECC, NVLink, DCGM, one-node bandwidth.",
             "set -uo pipefail",
             f"echo '{SECTION}health'",
             join(health_command()),
+            f"echo '{SECTION}ecc'",
+            f"{join(ecc_command())} || true",
             f"echo '{SECTION}nvlink'",
             f"{join(nvlink_command())} || true",
             f"echo '{SECTION}dcgm'",
             f"if command -v dcgmi >/dev/null; then {join(dcgm_command())}; "
             "else echo 'dcgmi not installed'; fi",
+            *pmix,
             f"echo '{SECTION}nccl'",
-            join(nccl),
+            join(commands["nccl"]),
+            f"echo '{SECTION}alltoall'",
+            f"{join(commands['alltoall'])} || true",
             "",
         ]
     )
@@ -126,6 +166,11 @@ def gpu_result(node: str, settings: PreflightSettings, output: str) -> dict[str,
     if nccl.wrong:
         problems.append(f"all_reduce_perf: {nccl.wrong} wrong results")
     largest = max(nccl.points, key=lambda p: p["size_bytes"], default=None)
+    alltoall = parse_nccl_tests(parts.get("alltoall", ""))
+    checks.append("nccl-tests alltoall_perf")
+    widest = max(alltoall.points, key=lambda p: p["size_bytes"], default=None)
+    if alltoall.wrong:
+        problems.append(f"alltoall_perf: {alltoall.wrong} wrong results")
     return {
         "node": node,
         "checks": checks,
@@ -133,8 +178,11 @@ def gpu_result(node: str, settings: PreflightSettings, output: str) -> dict[str,
         "points": nccl.points,
         "busbw_gbps": largest["busbw_gbps"] if largest else None,
         "avg_busbw_gbps": nccl.avg_busbw_gbps,
+        "alltoall_points": alltoall.points,
+        "alltoall_busbw_gbps": widest["busbw_gbps"] if widest else None,
         "gpu_names": health.names,
         "measured_at": _now(),
+        **_checked(node, settings, parts),
     }
 
 

@@ -7,7 +7,7 @@ diagnostic cannot cost the bandwidth figure. The all-reduce is nccl-tests'
 ``all_reduce_perf`` where it is installed, else a torch.distributed NCCL all-reduce, one
 process per GPU (``llmbench.preflight.allreduce``). The outputs are judged by the
 preflight's own ``gpu_result``. On a machine without GPUs (the kit's dry mode): the
-preflight's CPU check, a gloo all-reduce between two local ranks; the GPU checks are
+preflight's CPU check, a gloo all-reduce and alltoall between two local ranks; the GPU checks are
 listed as skipped, with why.
 
 With one GPU an all-reduce crosses no link: its bus bandwidth, algbw x 2 (n - 1) / n, is 0
@@ -52,6 +52,7 @@ CPU_MAX_MESSAGE_BYTES = 1 << 20
 ITERATIONS = 5
 TORCH_NCCL_CHECK = "torch.distributed NCCL all-reduce"
 NCCL_TESTS_CHECK = "nccl-tests all_reduce_perf"
+ALLTOALL_CHECK = "nccl-tests alltoall_perf"
 
 
 def gpu_count() -> int:
@@ -168,6 +169,9 @@ def gpu_checks(folder: Path, gpus: int) -> dict[str, Any]:
         result["problems"] = [p for p in result["problems"] if "all_reduce_perf" not in p]
         result["points"] = points
         result["busbw_gbps"] = points[-1]["busbw_gbps"] if points else None
+    # the kit measures the all-reduce only: preflight's alltoall_perf is not run here
+    result["checks"] = [c for c in result["checks"] if c != ALLTOALL_CHECK]
+    skipped.append(f"{ALLTOALL_CHECK}: not run by the kit (preflight runs it)")
     if dcgm_timed_out:
         result["checks"] = [c for c in result["checks"] if c != DCGM_CHECK]
     result["problems"] += problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,8 @@ RUNS_HTML_COLUMNS = (
     "days_to_train",
     "peak_tflops_per_gpu",
     "peak_source",
+    "net_transport",
+    "socket_fallback",
     "verdict",
 )
 REFERENCE_HTML_COLUMNS = (
@@ -41,6 +44,7 @@ REFERENCE_HTML_COLUMNS = (
     "deviation_pct",
     "verdict",
     "reference_stack",
+    "verdict_reason",
     "reference_source",
 )
 FAILURE_HTML_COLUMNS = (
@@ -200,9 +204,10 @@ def references_html(runs: pd.DataFrame, tolerance: float) -> str:
         "deviation = (measured &minus; reference) / reference &times; 100; verdict within "
         f"&plusmn;{100 * tolerance:g}%, faster / slower beyond it, no_reference where no "
         "published or user reference has the run's (workload, size, dtype, GPU type, GPUs, "
-        "scaling); empty where the run has no step time. reference_stack false: the run's "
-        "image is not the one the reference ran, so the comparison includes the software "
-        "stack.",
+        "scaling), not_comparable where its inter-node traffic went over TCP sockets on a "
+        "cluster with IB or EFA (verdict_reason; the Why slower page lists the evidence); "
+        "empty where the run has no step time. reference_stack false: the run's image is "
+        "not the one the reference ran, so the comparison includes the software stack.",
         row_class="verdict",
     )
 
@@ -247,12 +252,12 @@ def overview_html(runs: pd.DataFrame) -> str:
             "success": int((part["status"] == "success").sum()),
             "not_success": int((part["status"] != "success").sum()),
             **{v: int(verdicts.get(v, 0)) for v in ("within", "faster", "slower",
-                                                     "no_reference")},
+                                                     "no_reference", "not_comparable")},
         })  # fmt: skip
     frame = pd.DataFrame(rows)
     frame["status"] = ["failed" if r["not_success"] else "success" for r in rows]
     columns = (*keys, "dtypes", "scales", "runs", "success", "not_success", "within",
-               "faster", "slower", "no_reference")  # fmt: skip
+               "faster", "slower", "no_reference", "not_comparable")  # fmt: skip
     return table_html(
         frame,
         columns,
@@ -261,3 +266,56 @@ def overview_html(runs: pd.DataFrame) -> str:
         " succeeded. Step time is the mean over the averaging window.",
         empty="no runs",
     )
+
+
+def _effect_text(effect: Mapping[str, float] | None) -> str:
+    if not effect:
+        return "no published figure"
+    return f"could explain {effect['low']:g}-{effect['high']:g} % of the step time"
+
+
+def why_slower_html(explanations: Sequence[Mapping[str, Any]]) -> str:
+    """The report's "Why slower" page: for every run whose verdict is slower or missing,
+    the evidence ranked by how much of its step time it could explain
+    (``llmbench.aggregate.explain``), or "no known cause found" and what was checked."""
+    parts = [
+        "<p>Runs whose verdict is slower, not_comparable or missing, with the evidence "
+        "llmbench holds about them, largest possible effect first (percent of the step "
+        "time, with its source); <code>llmbench explain RUN</code> prints the same. "
+        "Evidence paths are under <code>results/</code>.</p>"
+    ]
+    if not explanations:
+        parts.append('<p class="none">none: every run is within or faster than its reference</p>')
+    for e in explanations:
+        deviation = e.get("deviation_pct")
+        shown = f", {deviation:+.1f} %" if deviation is not None else ""
+        parts.append(
+            f"<h2>{html.escape(str(e['run_id']))}</h2><p>verdict "
+            f"{html.escape(str(e.get('verdict') or 'none'))}{shown}"
+            + (f": {html.escape(str(e['verdict_reason']))}" if e.get("verdict_reason") else "")
+            + "</p>"
+        )
+        if not e["items"]:
+            parts.append("<p><b>no known cause found</b></p>")
+        else:
+            rows = "".join(
+                f"<li><b>{html.escape(i['kind'])}: {html.escape(i['title'])}</b> "
+                f"({html.escape(_effect_text(i.get('effect_pct')))})<br>"
+                f"{html.escape(i['detail'])}"
+                + (
+                    f"<br><small>source: {html.escape(i['effect_source'])}</small>"
+                    if i.get("effect_source")
+                    else ""
+                )
+                + (
+                    f"<br><small>evidence: {html.escape(', '.join(i['evidence']))}</small>"
+                    if i.get("evidence")
+                    else ""
+                )
+                + "</li>"
+                for i in e["items"]
+            )
+            parts.append(f"<ol>{rows}</ol>")
+        checked = "".join(f"<li>{html.escape(c)}</li>" for c in e["checked"])
+        parts.append(f"<details><summary>checked</summary><ul>{checked}</ul></details>")
+    return html_page("llmbench: why slower", "".join(parts))

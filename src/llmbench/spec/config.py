@@ -51,6 +51,7 @@ SITE_KEYS = (
     "stage_path",
     "registry",
     "master_addr",
+    "fabric",
     "slurm",
     "kubernetes",
     "runai",

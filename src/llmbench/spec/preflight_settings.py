@@ -31,6 +31,7 @@ class PreflightSettings:
     max_message_bytes: int
     min_fraction: float
     iterations: int
+    root: str = "/"  # the node's /dev and /sys for the node checks; %n: the node's name
 
     @property
     def fabric(self) -> bool:
@@ -94,6 +95,7 @@ def resolve_preflight(
         max_message_bytes=int(block.get("max_message_bytes") or default_max),
         min_fraction=float(block.get("min_fraction", 0.7)),
         iterations=int(block.get("iterations", 5)),
+        root=str(block.get("root") or "/"),
     )
 
 

@@ -23,8 +23,10 @@ export CUDA_DEVICE_MAX_CONNECTIONS=1
 export NVTE_FUSED_ATTN=1
 export NCCL_IB_SL=1
 export XLA_FLAGS='--xla_gpu_enable_triton_gemm=false --xla_gpu_graph_level=0 --xla_gpu_enable_highest_priority_async_stream=true --xla_gpu_all_reduce_combine_threshold_bytes=2147483648 --xla_gpu_all_gather_combine_threshold_bytes=2147483648 --xla_gpu_reduce_scatter_combine_threshold_bytes=33554432 --xla_gpu_enable_pipelined_all_gather=true --xla_gpu_enable_pipelined_reduce_scatter=true --xla_gpu_enable_pipelined_all_reduce=true --xla_gpu_enable_while_loop_double_buffering=true --xla_gpu_enable_triton_softmax_fusion=false --xla_gpu_enable_all_gather_combine_by_dim=false --xla_gpu_enable_reduce_scatter_combine_by_dim=false --xla_disable_hlo_passes=rematerialization --xla_gpu_enable_latency_hiding_scheduler=true'
+# NCCL's transport choice, one file per process (docs/transport.md).
 export NCCL_DEBUG=INFO
-export NCCL_DEBUG_SUBSYS=COLL
+export NCCL_DEBUG_SUBSYS=INIT,NET,COLL
+export NCCL_DEBUG_FILE="$PWD/nccl-debug.%h.%p.log"
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
@@ -33,5 +35,5 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=8 --ntasks-per-node=8 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FUSED_ATTN,NCCL_IB_SL,XLA_FLAGS,NCCL_DEBUG,NCCL_DEBUG_SUBSYS \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FUSED_ATTN,NCCL_IB_SL,XLA_FLAGS,NCCL_DEBUG,NCCL_DEBUG_SUBSYS,NCCL_DEBUG_FILE \
     python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.maxtext --spec run_spec.json

@@ -32,6 +32,10 @@ export NCCL_NET_GDR_LEVEL=PHB
 export NCCL_NET_GDR_C2C=1
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 export CUDA_DEVICE_MAX_CONNECTIONS=32
+# NCCL's transport choice, one file per process (docs/transport.md).
+export NCCL_DEBUG=INFO
+export NCCL_DEBUG_SUBSYS=INIT,NET
+export NCCL_DEBUG_FILE="$PWD/nccl-debug.%h.%p.log"
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
@@ -40,7 +44,7 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=32 --ntasks-per-node=4 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NVTE_NORM_FWD_USE_CUDNN,NVTE_NORM_BWD_USE_CUDNN,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C,PYTORCH_CUDA_ALLOC_CONF,CUDA_DEVICE_MAX_CONNECTIONS \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NVTE_NORM_FWD_USE_CUDNN,NVTE_NORM_BWD_USE_CUDNN,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_NET_GDR_LEVEL,NCCL_NET_GDR_C2C,PYTORCH_CUDA_ALLOC_CONF,CUDA_DEVICE_MAX_CONNECTIONS,NCCL_DEBUG,NCCL_DEBUG_SUBSYS,NCCL_DEBUG_FILE \
     bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 2)) --membind=$((SLURM_LOCALID / 2)) "$@"' numactl \
     nsys profile -s none -t cuda,nvtx --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true -o 'profile_%q{SLURM_JOB_ID}_%q{SLURM_NODEID}_%q{SLURM_LOCALID}' \
     python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.megatron_bridge --spec run_spec.json --profile-steps 45 50

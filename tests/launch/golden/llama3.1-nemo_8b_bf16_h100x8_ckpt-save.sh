@@ -28,6 +28,10 @@ export NEMO_LOG_MEMORY_USAGE=1
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 export NVTE_FWD_LAYERNORM_SM_MARGIN=16
 export NVTE_BWD_LAYERNORM_SM_MARGIN=16
+# NCCL's transport choice, one file per process (docs/transport.md).
+export NCCL_DEBUG=INFO
+export NCCL_DEBUG_SUBSYS=INIT,NET
+export NCCL_DEBUG_FILE="$PWD/nccl-debug.%h.%p.log"
 # vboost once per node, as the reference; a node that refuses it only logs a warning.
 srun --nodes=1 --ntasks-per-node=1 sudo -n nvidia-smi boost-slider --vboost 1 \
     || echo "llmbench: vboost not set (needs passwordless sudo)" >&2
@@ -39,5 +43,5 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=1 --ntasks-per-node=8 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NEMO_LOG_MEMORY_USAGE,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-env=HF_TOKEN,TORCH_NCCL_AVOID_RECORD_STREAMS,NCCL_NVLS_ENABLE,NVTE_FLASH_ATTN,NVTE_FUSED_ATTN,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NEMO_LOG_MEMORY_USAGE,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_DEBUG,NCCL_DEBUG_SUBSYS,NCCL_DEBUG_FILE \
     python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.nemo2 --spec run_spec.json --save-checkpoint "$LLMBENCH_STAGE_PATH/checkpoints/llama3.1-nemo_8b_bf16_h100x8_ckpt-save"

@@ -1,0 +1,143 @@
+"""The sweep's stable, machine-readable result: ``results/result.json`` (docs/results.md),
+checked against its versioned JSON Schema (``schemas/result.schema.json``), and the run
+record ``results/runs/<run>/run.json`` against ``schemas/run.schema.json``.
+
+Names: ``results/runs/<run>/summary.json`` is the parsed log of one run (an internal
+file of the train job) and ``run.json`` its attempt record; ``result.json`` is the one
+file a CI job reads: every run's keys, status, numbers with their units in their names,
+reference verdict, transport, explanation and provenance, and where the files are.
+
+A schema change bumps its ``x-version`` (and the documents' ``schema_version``);
+tests/test_result_schema.py pins each schema's hash to its version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import pandas as pd
+
+from llmbench.aggregate.explain import EXPLAINED_VERDICTS, Explanation
+from llmbench.errors import ConfigError
+
+RESULT_FILE = "result.json"
+SCHEMAS = {"result": "result.schema.json", "run": "run.schema.json"}
+
+KEYS = ("run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling",
+        "variant", "attempt", "attempts")  # fmt: skip
+METRICS = (
+    "step_time_mean_s", "step_time_std_s", "step_time_last_s", "n_iterations", "tokens_per_s",
+    "tokens_per_s_per_gpu", "achieved_tflops_per_gpu", "peak_tflops_per_gpu", "mfu",
+    "days_to_train", "energy_per_step_j", "joules_per_token", "mean_power_w_per_gpu",
+    "sm_clock_min_mhz",
+)  # fmt: skip
+CONFIGURATION = ("framework", "seq_len", "micro_batch_size", "global_batch_size", "tp", "pp",
+                 "cp", "dp", "ga", "steps", "window_first", "window_last")  # fmt: skip
+REFERENCE = {"reference_step_time_s": "step_time_s", "reference_source": "source",
+             "deviation_pct": "deviation_pct", "verdict": "verdict",
+             "verdict_reason": "verdict_reason"}  # fmt: skip
+TRANSPORT = ("net_transport", "gdr", "nvls", "collnet", "nccl_plugin", "nccl_version",
+             "socket_fallback")  # fmt: skip
+PROVENANCE = ("started_at", "finished_at", "duration_s", "host", "nodelist", "image", "git_sha",
+              "llmbench_version", "python_version", "torch_version", "slurm_job_id",
+              "cluster_type", "workload_id")  # fmt: skip
+TABLE_FILES = {"runs_table": "tables/runs.parquet", "runs_csv": "tables/runs.csv",
+               "steps_table": "tables/steps.parquet", "sweep": "tables/sweep.json",
+               "why_slower": "tables/why_slower.html"}  # fmt: skip
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """One of ``SCHEMAS`` (the package's copy; ``schemas/`` at the top level links it)."""
+    text = resources.files("llmbench.spec").joinpath(f"schemas/{SCHEMAS[name]}").read_text()
+    return json.loads(text)
+
+
+def schema_version(name: str) -> str:
+    return str(schema(name)["x-version"])
+
+
+def validate(document: Any, name: str, where: str = "") -> None:
+    """Raise ``ConfigError`` (one line: the file, the field, what is wrong) unless
+    ``document`` fits schema ``name``."""
+    validator = jsonschema.Draft202012Validator(schema(name))
+    error = next(iter(sorted(validator.iter_errors(document), key=lambda e: list(e.path))), None)
+    if error is not None:
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where or name}: {field}: {error.message}")
+
+
+def _plain(value: Any) -> Any:
+    """A table value as JSON: NaN, NA and NaT as null, timestamps as ISO 8601, numpy
+    scalars as Python ones."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_entry(row: Mapping[str, Any], explanation: Explanation | None) -> dict[str, Any]:
+    """One run of ``result.json`` from its runs-table row."""
+    pick = lambda names: {n: _plain(row.get(n)) for n in names}  # noqa: E731
+    return {
+        **pick(KEYS),
+        "status": _plain(row.get("status")),
+        "reason": _plain(row.get("reason")) or "",
+        "configuration": pick(CONFIGURATION),
+        "metrics": pick(METRICS),
+        "reference": {new: _plain(row.get(old)) for old, new in REFERENCE.items()},
+        "transport": {**pick(TRANSPORT), "socket_fallback": bool(row.get("socket_fallback"))},
+        "explanation": explanation.as_dict() if explanation is not None else None,
+        "provenance": pick(PROVENANCE),
+        "files": {
+            "record": f"runs/{row['run_id']}/run.json",
+            "summary": f"runs/{row['run_id']}/summary.json",
+            "log": f"runs/{row['log_path']}",
+        },
+    }
+
+
+def sweep_status(statuses: Sequence[str]) -> str:
+    """``success`` (every run), ``partial``, ``failed`` (none) or ``empty``."""
+    if not statuses:
+        return "empty"
+    ok = sum(1 for s in statuses if s == "success")
+    return "success" if ok == len(statuses) else ("failed" if ok == 0 else "partial")
+
+
+def result_document(
+    runs: pd.DataFrame, sweep: Mapping[str, Any], explanations: Iterable[Explanation]
+) -> dict[str, Any]:
+    """``result.json`` of a sweep: its record, counts and one entry per run."""
+    by_run = {e.run_id: e for e in explanations}
+    rows = runs.to_dict("records")
+    statuses = [str(r["status"]) for r in rows]
+    verdicts = [_plain(r.get("verdict")) for r in rows]
+    return {
+        "schema": "llmbench-result",
+        "schema_version": schema_version("result"),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "sweep": {k: _plain(v) for k, v in sweep.items()},
+        "status": sweep_status(statuses),
+        "counts": {
+            "runs": len(rows),
+            "status": {s: statuses.count(s) for s in sorted(set(statuses))},
+            "verdict": {str(v): verdicts.count(v) for v in sorted(set(verdicts), key=str)},
+            "socket_fallback": sum(1 for r in rows if bool(r.get("socket_fallback"))),
+            "explained": sum(1 for r in rows if _plain(r.get("verdict")) in EXPLAINED_VERDICTS),
+        },
+        "files": dict(TABLE_FILES),
+        "runs": [run_entry(r, by_run.get(str(r["run_id"]))) for r in rows],
+    }
