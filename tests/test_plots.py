@@ -317,7 +317,7 @@ def test_fourteen_configurations_each_get_a_label_and_a_colour_of_their_own(
     bands, monkeypatch
 ) -> None:
     """The catalog's largest group (Nemotron4 15B on H100) has 14 configurations: more
-    than 10 colours and more labels than used to be drawn."""
+    than 10 colours, and each needs its own label."""
     try:
         runs, trace = fp32_bf16_trace(range(1, 8), bands, monkeypatch)
         assert len(runs) == 14

@@ -1,4 +1,4 @@
-"""The gloo teardown order: many open-use-teardown cycles end, the old order deadlocks.
+"""The gloo teardown order: many open-use-teardown cycles end, the unsafe order deadlocks.
 
 Both run under torchrun with 2 ranks and under llmbench's own supervisor; the deadlock of
 the unsafe order is seen by its watchdog, and the native stacks show why."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from llmbench.files.disk_space import free_bytes
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.stage import (
     checkpoint_source,
     checkpoint_space_warning,
-    free_bytes,
     image_imports,
     needs_venv,
 )

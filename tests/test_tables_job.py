@@ -81,13 +81,13 @@ def test_every_stage_of_the_tables_allocates_arrow_memory_from_jemalloc(tmp_path
     paths, _, outputs = two_run_folders(tmp_path)
     pools: dict[str, str] = {}
 
-    def stage(name, fn):
+    def run_step(name, fn):
         pools[name] = pa.default_memory_pool().backend_name
         return fn()
 
     before = pa.default_memory_pool().backend_name
     write_sweep_tables(read_sweep(paths, None), {"sweep_id": "s1"}, references_for(None), 0.05,
-                       TRAIN_TOKENS, outputs, stage=stage)  # fmt: skip
+                       TRAIN_TOKENS, outputs, run_step=run_step)  # fmt: skip
     assert {"spec_rows", "runs_table", "steps_table_wait"} <= set(pools)
     assert set(pools.values()) == {"jemalloc"}
     assert pa.default_memory_pool().backend_name == before

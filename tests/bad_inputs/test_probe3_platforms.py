@@ -78,7 +78,7 @@ def scales(*values: int) -> dict[str, Any]:
     return {**BASE, "sweeps": [{**BASE["sweeps"][0], "scales": list(values)}]}
 
 
-# The probe's BAD cases: accepted (exit 0) or pasted into a shell before this change.
+# The probe's BAD cases: values a platform would accept (exit 0) or a shell would run.
 BAD = [
     Case("K4", {}, ("history.add", "history.path"), experiment(history={"add": True})),
     Case(
@@ -135,7 +135,7 @@ BAD = [
     ),
 ]
 
-# Refused now where the probe found them accepted harmlessly (OK), and the same holes on
+# Refused although the probe found them accepted harmlessly (OK), and the same holes on
 # values the probe did not try: a value ending in a line break passed every `$` pattern.
 MORE = [
     Case(

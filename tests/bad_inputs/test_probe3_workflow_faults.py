@@ -71,8 +71,8 @@ def run_on_full_disk(folder: Path, command: list[str], seed: Path | None = None)
 
 @on_a_full_disk
 def test_a_sweep_on_a_full_disk_stops_in_one_line_naming_the_folder(tmp_path: Path) -> None:
-    """The probe saw 160 lines of Snakemake's logging and lock tracebacks; now the
-    workflow stops while it is read, before Snakemake writes its lock or logs a line."""
+    """The workflow stops while it is read, before Snakemake writes its lock or logs a
+    line: after that, Snakemake itself fails in 160 lines of logging and lock tracebacks."""
     seed = tmp_path / "seed"
     seed.mkdir()
     write_config(seed, tiny_config(scales=(1,)))

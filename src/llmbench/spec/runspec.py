@@ -126,7 +126,7 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data; nested mappings are copies. Field by field, not
         ``dataclasses.asdict`` (a recursive deep copy): a 10,000-run sweep's DAG asks for
-        every run's, and that copy was a tenth of its dry run."""
+        every run's (benchmarks/dry_run.py)."""
         data = dict(self.__dict__)
         data["window"] = list(self.window)
         for name in ("parallelism", "model"):

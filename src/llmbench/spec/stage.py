@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from llmbench.files.disk_space import free_bytes as free_bytes  # the stage's free space
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.images import sqsh_name
 from llmbench.spec.runspec import RunSpec

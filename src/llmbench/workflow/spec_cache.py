@@ -11,7 +11,7 @@ in, the environment variables the check consults, llmbench itself (its version a
 size and modification time of every file of the package, so an edited checkout counts
 as another version) and, only when the check counted them (``cores_checked``: a sweep
 with local CPU ranks), this machine's cores: a job on a node with other cores then checks
-again, as it did before there was a cache. A file that is missing, unreadable, written
+again. A file that is missing, unreadable, written
 for another key or not what this module writes is no cache: the caller checks again.
 
 File: one line with the key, then one line of JSON ``{"config": ..., "specs": [...]}``

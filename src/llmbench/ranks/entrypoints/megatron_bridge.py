@@ -8,7 +8,7 @@ from typing import Any
 
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import parity_settings
 
 RECIPES = {
     ("llama3.1-mbridge", "8b"): "llama3_8b",
@@ -25,7 +25,7 @@ SPECIAL = {"recipe_module", "mixed_precision", "comm_overlap.tp_comm_overlap_cfg
 def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     """``megatron.bridge.recipes.llama.<module>.pretrain_config`` and its arguments."""
     spec = options.spec
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     module = recipe.get("recipe_module", pick(RECIPES, spec, "megatron-bridge"))
     return module, {"mock": True}
 
@@ -41,7 +41,7 @@ def precision(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     recipe's defaults (first/last layers in BF16, gradient reduction in FP32) over ours.
     """
     spec = options.spec
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     name = recipe.get("mixed_precision", FP8_RECIPE) if spec.dtype == "fp8" else "bf16_mixed"
     prefix = "mixed_precision."
     return name, {k[len(prefix) :]: v for k, v in recipe.items() if k.startswith(prefix)}
@@ -79,9 +79,9 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["model.cpu_offloading"] = True
         out["model.cpu_offloading_num_layers"] = p["offload_layers"]
     # The reference's settings for the document (they win over the row's columns).
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     out.update({k: v for k, v in recipe.items() if k not in SPECIAL and not k.startswith("mixed_")})
-    out.update(settings(spec.parity, "logging"))
+    out.update(parity_settings(spec.parity, "logging"))
     if options.profile_steps:
         out["profiling.use_nsys_profiler"] = True
         out["profiling.profile_step_start"], out["profiling.profile_step_end"] = (
@@ -113,7 +113,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     for name, value in precision_fields.items():
         setattr(mixed, name, value)
     config = module.pretrain_config(precision_config=mixed, **kwargs)
-    cfg_name = settings(options.spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
+    cfg_name = parity_settings(options.spec.parity, "recipe").get(
+        "comm_overlap.tp_comm_overlap_cfg"
+    )
     if cfg_name:
         from megatron.bridge.training import comm_overlap  # the userbuffers configs live here
 

@@ -18,7 +18,7 @@ import yaml
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog.load import parse_package_yaml
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import parity_settings
 
 KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging")
 _WHEN_KEYS = (
@@ -170,7 +170,7 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     the model pads that to a multiple of ``make_vocab_size_divisible_by x TP``
     (nemo/lightning/base.py ``get_vocab_size``). Elsewhere the model config's own size.
     """
-    tok = settings(parity, "tokenizer")
+    tok = parity_settings(parity, "tokenizer")
     if "null_tokenizer" in tok:
         spec = tok["null_tokenizer"]
         size = int(spec["vocab_size"]) + 1
