@@ -23,7 +23,7 @@ from llmbench.aggregate.runs_and_steps import (
     steps_table_from_frame,
 )
 from llmbench.spec.config import run_specs, validate_config
-from tests.conftest import tiny_sweep
+from tests.conftest import REPO, tiny_sweep
 
 TRAIN_TOKENS = 1e12
 
@@ -239,6 +239,22 @@ def test_columns_and_types_are_the_schema() -> None:
     assert table.reason.iloc[0] == "" and math.isnan(table.logged_tflops_per_gpu_mean.iloc[0])
     empty = runs_table_from_records([], TRAIN_TOKENS)
     assert empty.empty and list(empty.columns) == list(RUN_DTYPES)
+
+
+def documented_columns(section: str) -> list[str]:
+    """The columns a section of docs/tables.md lists, row by row."""
+    text = (REPO / "docs" / "tables.md").read_text()
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in body.splitlines() if line.startswith("| ")][1:]  # the header
+    return [name.strip() for row in rows for name in row.split("|")[1].split(",")]
+
+
+@pytest.mark.parametrize(("section", "dtypes"), [("runs", RUN_DTYPES), ("steps", STEP_DTYPES)])
+def test_docs_tables_lists_every_column_once(section: str, dtypes: dict) -> None:
+    """docs/tables.md is the one place a column is documented: it lists each column of
+    the schema, once, and nothing else."""
+    documented = documented_columns(section)
+    assert sorted(documented) == sorted(dtypes)
 
 
 def test_frames_must_have_one_summary_per_run() -> None:

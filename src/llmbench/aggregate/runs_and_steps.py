@@ -1,34 +1,11 @@
 """Tidy tables from run records and parsed logs: one row per run, one per training step.
 
-Every column's type, unit and meaning: docs/tables.md. Both tables are built column by
-column (one implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts
-(``spec_row`` one run's),
-``runs_table_from_frames`` joins them with the log summaries and derives the metrics,
-``steps_table_from_frame`` tags the parsed steps; ``runs_table_from_records`` wraps the
-first two for a handful of runs.
-
-``runs`` columns, keys first (units in names):
-- keys: run_id, workload, size, dtype, gpu_type, gpus, nodes, scaling, variant, attempt
-- outcome: status (success | incomplete | invalid | failed | no_data | timeout | hang),
-  reason, exit_code, end_detail (what ended a run that llmbench's limits ended)
-- configuration: framework, seq_len, micro_batch_size, global_batch_size, tp, pp, cp, dp,
-  ga, steps, window_first, window_last
-- measured (over the window, population std): step_time_mean_s, step_time_std_s,
-  step_time_last_s, n_iterations, max_iteration, logged_tflops_per_gpu_mean; from the log:
-  log_interval (its logging cadence) and restarts (in-log restarts; later lines won)
-- derived: tokens_per_s = seq_len * GBS / step_time_mean_s; tokens_per_s_per_gpu;
-  train_tokens and days_to_train = train_tokens / tokens_per_s / 86400;
-  model_flops_per_sample; achieved_tflops_per_gpu = GBS * flops / step_time / gpus / 1e12;
-  peak_tflops_per_gpu and peak_source; mfu = achieved / peak (a fraction); implausible
-  (``mfu_above_100pct`` when mfu > 1, else null: such a run gets no verdict)
-- reference (``llmbench.aggregate.reference.compare``): reference_step_time_s, reference_source,
-  deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
-  (within | faster | slower | no_reference; null when the run has no step time)
-- provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
-  tables), started_at, finished_at (UTC), duration_s, host, nodelist, image, git_sha,
-  llmbench_version, python_version, torch_version, transformers_version, slurm_job_id,
-  cluster_type (local | slurm | kubernetes), workload_id (the platform's id: Slurm job,
-  namespace/name of a Kubernetes workload), log_path
+Every column's type, unit and meaning is written once, in docs/tables.md (a test keeps it
+equal to ``RUN_DTYPES`` and ``STEP_DTYPES``). Both tables are built column by column (one
+implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts
+(``spec_row`` one run's), ``runs_table_from_frames`` joins them with the log summaries
+and derives the metrics, ``steps_table_from_frame`` tags the parsed steps;
+``runs_table_from_records`` wraps the first two for a handful of runs.
 """
 
 from __future__ import annotations
