@@ -21,7 +21,7 @@ from llmbench.errors import ConfigError
 from llmbench.workflow.config_check import check_workflow_config
 from tests.bad_inputs.cases import BASE
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
-from tests.conftest import REPO, snakemake
+from tests.helpers import REPO, snakemake
 
 KUBERNETES = {"launcher": "kubernetes", "kubernetes": {"image": "example/llmbench:test"}}
 RUNAI = {

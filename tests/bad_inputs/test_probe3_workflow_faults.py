@@ -16,7 +16,7 @@ from llmbench.files.atomic import write_json_atomic
 from llmbench.job.attempts import attempt_history
 from llmbench.job.runner import new_attempt_dir
 from tests.bad_inputs.checks import one_error_line
-from tests.conftest import REPO, tiny_config, write_config
+from tests.helpers import REPO, tiny_config, write_config
 
 
 def test_a_finished_attempt_whose_log_was_deleted_is_not_called_killed(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.conftest import REPO, snakemake_command
+from tests.helpers import REPO, snakemake_command
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
 A = "tiny-llama_tiny_fp32_cpux1_perf"

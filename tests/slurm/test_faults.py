@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import tiny_sweep, write_config
+from tests.helpers import tiny_sweep, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.faults import (
     A,

@@ -10,7 +10,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, snakemake, tiny_config, write_config
+from tests.helpers import REPO, snakemake, tiny_config, write_config
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
 pytestmark = pytest.mark.slurm

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import write_config
+from tests.helpers import write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.faults import (
     A,

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import REPO, TINY_STEPS, Sweep, snakemake, write_config
+from tests.helpers import REPO, TINY_STEPS, Sweep, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import REPO, snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 

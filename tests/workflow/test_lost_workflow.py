@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from llmbench.job.sweep_processes import ATTEMPT_ENV
-from tests.conftest import snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 

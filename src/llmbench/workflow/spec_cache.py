@@ -137,7 +137,7 @@ def write_specs(
         return False
     # What the jobs read back is RunSpec.from_dict of what JSON gives back, so the cache
     # holds when JSON gives back these dictionaries (to_dict and from_dict are inverse:
-    # tests/test_spec_cache.py). Compared as dictionaries: building every spec again
+    # tests/workflow/test_spec_cache.py). Compared as dictionaries: building every spec again
     # here took a third of a 10,000-run sweep's parse.
     if json.loads(text) != payload:
         return False

@@ -18,7 +18,7 @@ from llmbench.aggregate.runs_and_steps import (
     spec_row,
     steps_table_from_frame,
 )
-from tests.test_aggregate import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
+from tests.aggregate.test_runs_and_steps import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
 
 
 def write_run(root, rec, summary, steps):

@@ -29,7 +29,7 @@ from llmbench.ranks.entrypoints.megatron_core import expected_parameters
 from llmbench.report.cuda_summary import datasheet_peak
 from llmbench.spec.limits import RunLimits
 from llmbench.spec.runspec import RUN_ID_PATTERN
-from tests.conftest import REPO, missing_prerequisite
+from tests.helpers import REPO, missing_prerequisite
 
 KIT = REPO / "benchmarks/gpu_proof"
 BOX_PACKAGES = ("torch", "pandas", "pyarrow", "matplotlib", "jax", "numpy")

@@ -23,7 +23,7 @@ from llmbench.aggregate.runs_and_steps import (
     steps_table_from_frame,
 )
 from llmbench.spec.config import run_specs, validate_config
-from tests.conftest import REPO, tiny_sweep
+from tests.helpers import REPO, tiny_sweep
 
 TRAIN_TOKENS = 1e12
 

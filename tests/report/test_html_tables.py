@@ -19,7 +19,7 @@ from llmbench.report.html_tables import (
     runs_html,
     table_html,
 )
-from tests.sweep_tables import nemo_8b, sweep_tables
+from tests.helpers import nemo_8b, sweep_tables
 
 
 def rows_of(page: str) -> list[tuple[str, list[str]]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.dry_run_parts import RULE_FILE, VARIANTS, edited_rule, split_rule
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 TRAIN_RULE = (REPO / RULE_FILE).read_text()
 

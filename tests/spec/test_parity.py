@@ -362,7 +362,7 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
 
 def test_docs_list_every_setting_with_its_source() -> None:
     from llmbench.spec.catalog.parity import parity_markdown
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     text = (REPO / "docs" / "parity.md").read_text()
     assert text.endswith(parity_markdown()), "regenerate the tables of docs/parity.md"

@@ -15,7 +15,7 @@ from llmbench.spec.catalog import load_catalog
 from llmbench.spec.config import run_specs, validate_config, workflow_config
 from llmbench.spec.runspec import RunSpec
 from llmbench.workflow import spec_cache
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 SITE = {"launcher": "srun", "master_addr": "127.0.0.1"}
 

@@ -13,7 +13,7 @@ from llmbench.spec.stage import (
     image_imports,
     needs_venv,
 )
-from tests.conftest import tiny_sweep
+from tests.helpers import tiny_sweep
 
 IMAGE = "nvidia/nemo:25.07"
 

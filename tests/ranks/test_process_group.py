@@ -9,7 +9,7 @@ import sys
 
 from llmbench.job.supervise import Ended, supervise
 from llmbench.spec.limits import RunLimits
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 CYCLES = 40
 
@@ -22,7 +22,7 @@ def cycles(tmp_path, mode: str, count: int):
         "--standalone",
         "--nproc-per-node=2",
         "-m",
-        "tests.embedded.teardown_cycles",
+        "tests.ranks.teardown_cycles",
         mode,
         str(count),
     ]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from llmbench.report.scaling_tables import scaling_html, scaling_markdown, scaling_tables
-from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
+from tests.helpers import nemo_8b, sweep_tables, tiny_cpu
 
 SCALES = (8, 16, 32)
 STRONG_340B = [{"workload": "nemotron4-nemo", "sizes": ["340b"], "dtypes": ["bf16"],

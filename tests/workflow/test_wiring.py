@@ -23,7 +23,7 @@ from llmbench.workflow.wiring import (
     train_resources,
     with_signature,
 )
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 SPECS = run_specs(
     validate_config(

@@ -4,7 +4,7 @@ import pytest
 
 from llmbench.errors import ConfigError
 from llmbench.spec.config import load_config, run_specs, validate_config
-from tests.conftest import tiny_sweep
+from tests.helpers import tiny_sweep
 
 TINY = tiny_sweep((1, 2), dtypes=("fp32", "bf16"))
 

@@ -23,8 +23,8 @@ from llmbench.job.sweep_processes import (
     attempt_mark,
     sweep_processes,
 )
+from tests.job.test_supervise import assert_all_gone
 from tests.launch.cases import embedded_spec
-from tests.test_supervise import assert_all_gone
 
 
 @pytest.fixture

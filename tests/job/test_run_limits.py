@@ -17,7 +17,7 @@ from llmbench.job.runner import run_attempt
 from llmbench.spec.config import validate_and_expand
 from llmbench.spec.limits import RunLimits
 from llmbench.spec.runspec import RunSpec
-from tests.conftest import REPO, tiny_config
+from tests.helpers import REPO, tiny_config
 
 STEPS = 10
 

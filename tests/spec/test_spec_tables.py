@@ -3,8 +3,6 @@ its step time, or listed with its disagreement in docs/spec-errata.md."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from llmbench.spec.catalog import load_catalog, published_results
@@ -14,8 +12,9 @@ from llmbench.spec.catalog.published import (
     load_examples,
     reproduce,
 )
+from tests.helpers import REPO
 
-ERRATA = Path(__file__).resolve().parents[1] / "docs" / "spec-errata.md"
+ERRATA = REPO / "docs" / "spec-errata.md"
 CAT = load_catalog()
 RESULTS = published_results()
 

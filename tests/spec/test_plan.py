@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from llmbench.cli import main
-from tests.conftest import tiny_sweep
+from tests.helpers import tiny_sweep
 
 CONFIG = {
     "sweeps": [

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from llmbench.spec.config import SITE_KEYS, check_config, site_keys_in, workflow_config
-from tests.conftest import REPO, tiny_config
+from tests.helpers import REPO, tiny_config
 
 
 def test_site_keys_are_found_at_any_depth_and_only_there() -> None:

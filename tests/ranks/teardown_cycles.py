@@ -1,6 +1,6 @@
 """Open, use and tear down a gloo group with a DDP model many times in one process.
 
-Run under torchrun with 2 ranks: ``python -m tests.embedded.teardown_cycles safe|unsafe N``.
+Run under torchrun with 2 ranks: ``python -m tests.ranks.teardown_cycles safe|unsafe N``.
 ``safe`` goes through ``llmbench.ranks.embedded.process_group``; ``unsafe`` is the order that
 deadlocked (the group destroyed while the DDP reducer still holds it), kept as the control
 that shows the test can see the deadlock.

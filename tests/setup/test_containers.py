@@ -10,8 +10,9 @@ import pytest
 from llmbench.errors import LaunchError
 from llmbench.setup.containers import import_command, import_image
 from llmbench.spec.images import parse_image, sqsh_name
+from tests.helpers import REPO
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 needs_mksquashfs = pytest.mark.prerequisite(
     shutil.which("mksquashfs") is not None, "mksquashfs missing: tests/slurm/install.sh"
 )

@@ -27,8 +27,7 @@ from llmbench.report.scaling_plots import (
 )
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.config import run_specs, validate_config
-from tests.conftest import tiny_sweep
-from tests.sweep_tables import nemo_8b, sweep_tables, tiny_cpu
+from tests.helpers import nemo_8b, sweep_tables, tiny_cpu, tiny_sweep
 
 # The figures the module documents, each written as SVG and PNG when it has data.
 ALL = {"step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status"}
