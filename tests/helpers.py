@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -19,11 +19,15 @@ import yaml
 
 from llmbench.aggregate.reference import builtin_references, compare
 from llmbench.aggregate.runs_and_steps import (
+    SUMMARY_COLUMNS,
+    Peak,
     peak_for,
     runs_table_from_frames,
-    spec_row,
+    spec_columns,
     steps_table_from_frame,
 )
+from llmbench.spec.catalog.records import RecipeRow
+from llmbench.spec.catalog.rules import RULES
 from llmbench.spec.config import run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,3 +170,42 @@ def nemo_8b(dtypes=("bf16", "fp8"), scales=(8, 16, 32), variants=("perf",)) -> l
 def tiny_cpu(scales=(1, 2, 4)) -> list[dict]:
     """The embedded CPU workload: no peak without calibration, no reference."""
     return [tiny_sweep(scales)]
+
+
+def runs_table_from_records(
+    parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any], Peak | None]],
+    train_tokens: float,
+) -> pd.DataFrame:
+    """The runs table of (run record, log summary, peak) triples: a handful of runs through
+    ``spec_columns`` and ``runs_table_from_frames``. Summary keys
+    left out (``reason``, ``tflops_per_gpu_mean`` ...) read as empty or NaN."""
+    records, summaries, peaks = [], [], []
+    for record, summary, peak in parts:
+        records.append(record)
+        summaries.append(summary)
+        peaks.append(peak)
+    none = [None] * len(records)
+    return runs_table_from_frames(
+        pd.DataFrame(spec_columns(records, peaks, none, none)),
+        pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS)),
+        train_tokens,
+    )
+
+
+def violations(row: RecipeRow) -> list[str]:
+    """Every rule the row breaks, one message each (empty when valid)."""
+    return [msg for rule in RULES if (msg := rule(row)) is not None]
+
+
+def spec_row(
+    record: Mapping[str, Any],
+    peak: Peak | None,
+    history: tuple[int, str] | None = None,
+    nodelist: str | None = None,
+) -> dict[str, Any]:
+    """The per-run facts known before parsing: keys, configuration, peak, provenance;
+    ``history`` is (attempts so far, earlier attempts' outcomes) from
+    ``llmbench.job.attempts.attempt_history``; ``nodelist`` the attempt's Slurm nodes. One
+    run's row of ``spec_columns``."""
+    columns = spec_columns([record], [peak], [history], [nodelist])
+    return {name: values[0] for name, values in columns.items()}

@@ -15,10 +15,10 @@ from llmbench.aggregate.job import OUTPUTS, aggregate_sweep, read_sweep, write_s
 from llmbench.aggregate.reference import references_for
 from llmbench.aggregate.runs_and_steps import (
     runs_table_from_frames,
-    spec_row,
     steps_table_from_frame,
 )
 from tests.aggregate.test_runs_and_steps import NO_DATA, SUMMARY, TRAIN_TOKENS, record, steps_of
+from tests.helpers import spec_row
 
 
 def write_run(root, rec, summary, steps):

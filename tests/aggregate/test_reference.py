@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from llmbench.aggregate.reference import builtin_references, compare, load_references
-from llmbench.aggregate.runs_and_steps import Peak, runs_table_from_records
+from llmbench.aggregate.runs_and_steps import Peak
 from llmbench.files.atomic import write_json_atomic
 from llmbench.spec.catalog import published_results
 from llmbench.spec.config import run_specs, validate_config
-from tests.helpers import tiny_sweep
+from tests.helpers import runs_table_from_records, tiny_sweep
 
 SCALES = [8, 16, 32, 64, 128]
 

@@ -18,12 +18,10 @@ from llmbench.aggregate.runs_and_steps import (
     STEP_DTYPES,
     Peak,
     runs_table_from_frames,
-    runs_table_from_records,
-    spec_row,
     steps_table_from_frame,
 )
 from llmbench.spec.config import run_specs, validate_config
-from tests.helpers import REPO, tiny_sweep
+from tests.helpers import REPO, runs_table_from_records, spec_row, tiny_sweep
 
 TRAIN_TOKENS = 1e12
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from llmbench.history.redact import REDACTED, is_secret_file, redact_line, redact_text
+from llmbench.history.redact import REDACTED, Redactor, is_secret_file, redact_line
+
+
+def redact_text(lines: list[str]) -> tuple[list[str], int]:
+    """Every line redacted (``Redactor``), and how many redactions."""
+    redactor = Redactor()
+    out = [redactor.line(line) for line in lines]
+    return out, redactor.count
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog import load_catalog
-from llmbench.spec.catalog.rules import violations
+from tests.helpers import violations
 
 NEWER_340B = "nemotron4-340b-h100-gb200-gb300-b200-runai.txt"
 OLDER_340B = "nemotron4-nemo2-h100.txt"

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog import load_catalog
-from llmbench.spec.catalog.rules import validate_row, violations, with_overrides
+from llmbench.spec.catalog.rules import validate_row, with_overrides
+from tests.helpers import violations
 
 CAT = load_catalog()
 NEMO_8B = CAT.row("llama3.1-nemo", "8b", "bf16", "h100", 8)

@@ -8,8 +8,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
+import yaml
 
 from llmbench.aggregate.runs_and_steps import model_flops
 from llmbench.launch.script import render_launch_script
@@ -21,6 +24,7 @@ from llmbench.spec.catalog.parity import built_vocab, families, rack_segment, re
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.flops import ModelShape, model_flops_per_sample
 from llmbench.spec.runspec import RunSpec
+from tests.helpers import REPO
 
 IMAGES = {"llama3.1-nemo": "n/nemo:1", "nemotron4-nemo": "n/nemo:1", "llama3.1-mbridge": "n/mb:1"}
 SOURCE = re.compile(r"^(DGXC|NeMo|MB):[\w./*-]+@[\w.]+")
@@ -361,9 +365,6 @@ def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
 
 
 def test_docs_list_every_setting_with_its_source() -> None:
-    from llmbench.spec.catalog.parity import parity_markdown
-    from tests.helpers import REPO
-
     text = (REPO / "docs" / "parity.md").read_text()
     assert text.endswith(parity_markdown()), "regenerate the tables of docs/parity.md"
     for documents in families().values():
@@ -431,3 +432,56 @@ def test_dropping_a_launch_setting_breaks_nemo2_parity(kind: str) -> None:
     for name in names:  # each setting of the class, dropped alone, is noticed on some row
         broken = [_drop(s, lambda x, n=name: x["name"] != n) for s in specs]
         assert not all(_launch_matches(s) for s in broken), (kind, name)
+
+
+def markdown_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return value if isinstance(value, str) else yaml.safe_dump(value).split("\n")[0]
+
+
+def markdown_when(item: Mapping[str, Any]) -> str:
+    parts = []
+    for key in ("when", "unless"):
+        bits = []
+        for name, value in item.get(key, {}).items():
+            if name in ("min", "any_min"):
+                joiner = " and " if name == "min" else " or "
+                bits.append(joiner.join(f"{k}>={v}" for k, v in value.items()))
+            elif name in ("nodes_min", "nodes_max"):
+                bits.append(f"nodes{'>=' if name == 'nodes_min' else '<='}{value}")
+            elif isinstance(value, list):
+                bits.append(f"{name} {'/'.join(map(str, value))}")
+            else:
+                bits.append(f"{name} {value}")
+        if bits:
+            parts.append(", ".join(bits) if key == "when" else f"not ({', '.join(bits)})")
+    return "; ".join(parts) or "all runs"
+
+
+def parity_markdown() -> str:
+    """The data as docs/parity.md shows it: one table of settings per family and document,
+    then its deliberate differences."""
+    out: list[str] = []
+    for workload, documents in families().items():
+        for document, entry in documents.items():
+            out += [f"### {workload} — {document}", "", f"Reference: {entry['reference']}.", ""]
+            out += ["| kind | setting | value | when | source |", "|---|---|---|---|---|"]
+            out += [
+                f"| {i['kind']} | `{i['name']}` | `{markdown_value(i['value'])}` | "
+                f"{markdown_when(i)} | {i['source']} |"
+                for i in entry["settings"]
+            ]
+            if entry.get("differences"):
+                out += ["", "Deliberate differences:", ""]
+                out += [
+                    "| setting | reference | llmbench | why | source |",
+                    "|---|---|---|---|---|",
+                ]
+                out += [
+                    f"| {d['name']} | {d['reference']} | {d['llmbench']} | {d['reason']} | "
+                    f"{d['source']} |"
+                    for d in entry["differences"]
+                ]
+            out.append("")
+    return "\n".join(out)

@@ -6,13 +6,9 @@ from __future__ import annotations
 import pytest
 
 from llmbench.spec.catalog import load_catalog, published_results
-from llmbench.spec.catalog.published import (
-    agrees,
-    disagreements,
-    load_examples,
-    reproduce,
-)
+from llmbench.spec.catalog.published import load_examples
 from tests.helpers import REPO
+from tests.spec.published_checks import agrees, disagreements, reproduce
 
 ERRATA = REPO / "docs" / "spec-errata.md"
 CAT = load_catalog()

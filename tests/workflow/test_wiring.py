@@ -13,7 +13,6 @@ from snakemake.resources import Resource
 
 from llmbench.spec.config import run_specs, validate_and_expand, validate_config
 from llmbench.workflow.wiring import (
-    find_file,
     label_values,
     launch_env,
     missing_embedded_packages,
@@ -98,7 +97,7 @@ def test_train_resources_per_run(tmp_path) -> None:
     assert train_resources(by_id["tiny-llama_tiny_fp32_cpux2_perf"], tmp_path, 2, {}, 2) == cpu
 
 
-def test_labels_groups_files_and_environment(tmp_path) -> None:
+def test_labels_groups_and_environment(tmp_path) -> None:
     labels = label_values(SPECS)
     assert labels["workload"] == "llama3.1-nemo, tiny-llama"
     assert labels["scale"] == "1-16 GPUs"
@@ -106,10 +105,6 @@ def test_labels_groups_files_and_environment(tmp_path) -> None:
     groups = run_groups(SPECS)
     assert sorted(groups) == ["llama3.1-nemo_8b_h100_weak", "tiny-llama_tiny_cpu_weak"]
     assert sum(map(len, groups.values())) == len(SPECS)
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "req.txt").write_text("x\n")
-    assert find_file("envs/req.txt", tmp_path) == str(tmp_path / "envs" / "req.txt")
-    assert find_file("envs/missing.txt", tmp_path) is None
     env = launch_env(SPECS[-1], str(tmp_path / "stage"), "10.0.0.1")
     assert env["LLMBENCH_STAGE_PATH"] == str((tmp_path / "stage").resolve())
     assert env["LLMBENCH_MASTER_ADDR"] == "10.0.0.1" and "LLMBENCH_PYTHON" in env

@@ -28,8 +28,6 @@ from llmbench.spec.catalog import published_results
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
-COMPARE_COLUMNS = ("reference_step_time_s", "reference_source", "deviation_pct", "verdict")
-VERDICTS = ("within", "faster", "slower", "no_reference")
 COMPARE_DTYPES = {
     "reference_step_time_s": "float64",
     "reference_source": "string",

@@ -2,10 +2,9 @@
 
 Every column's type, unit and meaning is written once, in docs/tables.md (a test keeps it
 equal to ``RUN_DTYPES`` and ``STEP_DTYPES``). Both tables are built column by column (one
-implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts
-(``spec_row`` one run's), ``runs_table_from_frames`` joins them with the log summaries
-and derives the metrics, ``steps_table_from_frame`` tags the parsed steps;
-``runs_table_from_records`` wraps the first two for a handful of runs.
+implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts,
+``runs_table_from_frames`` joins them with the log summaries and derives the metrics,
+``steps_table_from_frame`` tags the parsed steps.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import functools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,19 +26,6 @@ from llmbench.spec import flops as flops_mod
 from llmbench.spec import metrics
 from llmbench.spec.catalog import load_catalog
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
-
-KEY_COLUMNS = (
-    "run_id",
-    "workload",
-    "size",
-    "dtype",
-    "gpu_type",
-    "gpus",
-    "nodes",
-    "scaling",
-    "variant",
-    "attempt",
-)
 
 RUN_ORDER = ("workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus")
 """The order of both tables' rows: a scaling group's runs (workload, size, GPU type,
@@ -178,17 +164,6 @@ def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
 
 # --- the runs table: one row of per-run facts and one log summary per run, column-wise ---
 
-SPEC_COLUMNS = (
-    "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant",
-    "attempt", "attempts", "earlier_attempts", "failure_reason", "ended_by", "end_detail",
-    "overlap", "exit_code", "framework",
-    "seq_len", "micro_batch_size", "global_batch_size",
-    "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
-    "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
-    "finished_at", "host", "nodelist", "image", "git_sha", "llmbench_version", "python_version",
-    "torch_version", "transformers_version", "slurm_job_id", "cluster_type", "workload_id",
-    "log_path",
-)  # fmt: skip
 SUMMARY_COLUMNS = (
     "status", "reason", "step_time_mean_s", "step_time_std_s", "step_time_last_s",
     "n_iterations", "max_iteration", "tflops_per_gpu_mean", "log_interval", "restarts",
@@ -197,29 +172,17 @@ SUMMARY_DEFAULTS = {"log_interval": 1, "restarts": 0}
 """Values for summary columns that summaries written before they existed lack."""
 
 
-def spec_row(
-    record: Mapping[str, Any],
-    peak: Peak | None,
-    history: tuple[int, str] | None = None,
-    nodelist: str | None = None,
-) -> dict[str, Any]:
-    """The per-run facts known before parsing: keys, configuration, peak, provenance;
-    ``history`` is (attempts so far, earlier attempts' outcomes) from
-    ``llmbench.job.attempts.attempt_history``; ``nodelist`` the attempt's Slurm nodes. One
-    run's row of ``spec_columns``."""
-    columns = spec_columns([record], [peak], [history], [nodelist])
-    return {name: values[0] for name, values in columns.items()}
-
-
 def spec_columns(
     records: Sequence[Mapping[str, Any]],
     peaks: Sequence[Peak | None],
     histories: Sequence[tuple[int, str] | None],
     nodelists: Sequence[str | None],
 ) -> dict[str, list[Any]]:
-    """``spec_row`` of every run, column by column (``SPEC_COLUMNS``, in that order):
-    a list per column, one entry per record (a fifth of the time of a dict per run, and a
-    frame built from lists instead of dicts)."""
+    """The per-run facts known before parsing (keys, configuration, peak, provenance),
+    column by column: a list per column, one entry per record (a fifth of the time of a
+    dict per run, and a frame built from lists instead of dicts). ``histories`` are
+    (attempts so far, earlier attempts' outcomes) from
+    ``llmbench.job.attempts.attempt_history``; ``nodelists`` the attempts' Slurm nodes."""
     specs = [rec["spec"] for rec in records]
     provs = [rec.get("provenance", {}) for rec in records]
     pars = [spec.get("parallelism", {}) for spec in specs]
@@ -329,7 +292,7 @@ def runs_table_from_frames(
     train_tokens: float,
     energy: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The runs table from one row per run of ``spec_row`` facts (``specs``) and of log
+    """The runs table from one row per run of ``spec_columns`` facts (``specs``) and of log
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
     implementation of every derived metric; it must scale to 100,000 runs).
 
@@ -380,24 +343,6 @@ def runs_table_from_frames(
     return runs_table_frame(out)
 
 
-def runs_table_from_records(
-    parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any], Peak | None]],
-    train_tokens: float,
-) -> pd.DataFrame:
-    """The runs table of (run record, log summary, peak) triples: a convenience for a
-    handful of runs on top of ``spec_row`` and ``runs_table_from_frames``. Summary keys
-    left out (``reason``, ``tflops_per_gpu_mean`` ...) read as empty or NaN."""
-    specs, summaries = [], []
-    for record, summary, peak in parts:
-        specs.append(spec_row(record, peak))
-        summaries.append(summary)
-    return runs_table_from_frames(
-        pd.DataFrame(specs, columns=list(SPEC_COLUMNS)),
-        pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS)),
-        train_tokens,
-    )
-
-
 def runs_table_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame with the runs columns the schema's order and types, sorted by keys."""
     for col in RUN_DTYPES:
@@ -414,7 +359,7 @@ _STEP_VALUES = ("iteration", "step_time_s", "loss", "tflops_per_gpu")
 
 
 def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """The steps table from ``spec_row`` facts and one long frame of parsed steps with a
+    """The steps table from ``spec_columns`` facts and one long frame of parsed steps with a
     ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu): runs in the runs
     table's order (``RUN_ORDER``), each run's steps in their given order; ``in_window``:
     window_first <= iteration <= window_last of the run."""

@@ -8,9 +8,6 @@ from typing import Any, TypedDict
 
 from llmbench.spec.limits import RunLimits, default_limits
 
-KEY_FIELDS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
-"""The axes that identify a run; the run id is built from them."""
-
 _NAME = r"[a-z0-9][a-z0-9.-]*"
 RUN_ID_PATTERN = (
     rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?"

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog.load import parse_package_yaml
 from llmbench.spec.runspec import parity_settings
@@ -179,56 +177,3 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     if "model_vocab" in tok:
         return int(tok["model_vocab"]["vocab_size"])
     return None
-
-
-def _markdown_value(value: Any) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items())
-    return value if isinstance(value, str) else yaml.safe_dump(value).split("\n")[0]
-
-
-def _markdown_when(item: Mapping[str, Any]) -> str:
-    parts = []
-    for key in ("when", "unless"):
-        bits = []
-        for name, value in item.get(key, {}).items():
-            if name in ("min", "any_min"):
-                joiner = " and " if name == "min" else " or "
-                bits.append(joiner.join(f"{k}>={v}" for k, v in value.items()))
-            elif name in ("nodes_min", "nodes_max"):
-                bits.append(f"nodes{'>=' if name == 'nodes_min' else '<='}{value}")
-            elif isinstance(value, list):
-                bits.append(f"{name} {'/'.join(map(str, value))}")
-            else:
-                bits.append(f"{name} {value}")
-        if bits:
-            parts.append(", ".join(bits) if key == "when" else f"not ({', '.join(bits)})")
-    return "; ".join(parts) or "all runs"
-
-
-def parity_markdown() -> str:
-    """The data as docs/parity.md shows it: one table of settings per family and document,
-    then its deliberate differences."""
-    out: list[str] = []
-    for workload, documents in _families().items():
-        for document, entry in documents.items():
-            out += [f"### {workload} — {document}", "", f"Reference: {entry['reference']}.", ""]
-            out += ["| kind | setting | value | when | source |", "|---|---|---|---|---|"]
-            out += [
-                f"| {i['kind']} | `{i['name']}` | `{_markdown_value(i['value'])}` | "
-                f"{_markdown_when(i)} | {i['source']} |"
-                for i in entry["settings"]
-            ]
-            if entry.get("differences"):
-                out += ["", "Deliberate differences:", ""]
-                out += [
-                    "| setting | reference | llmbench | why | source |",
-                    "|---|---|---|---|---|",
-                ]
-                out += [
-                    f"| {d['name']} | {d['reference']} | {d['llmbench']} | {d['reason']} | "
-                    f"{d['source']} |"
-                    for d in entry["differences"]
-                ]
-            out.append("")
-    return "\n".join(out)
