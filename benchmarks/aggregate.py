@@ -258,7 +258,7 @@ def aggregate_job(data: dict[str, Any], tables: Path, t: Stages) -> float:
     gc.collect()
     t.collect = False
     _, steps = write_sweep_tables(inputs, sweep, references_for(None), TOLERANCE, TRAIN_TOKENS,
-                                  outputs, stage=t.run)  # fmt: skip
+                                  outputs, run_step=t.run)  # fmt: skip
 
     def baseline() -> None:  # the least any aggregation of these steps does
         steps_long.groupby("run_id", sort=False)["step_time_s"].mean()

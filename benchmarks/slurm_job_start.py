@@ -54,7 +54,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import REPO, snakemake, tiny_config, tiny_sweep
+from tests.helpers import REPO, snakemake, tiny_config, tiny_sweep
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES, allocations, local_cluster
 
 TARGET_S = 5.0

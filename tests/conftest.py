@@ -1,28 +1,15 @@
-"""Shared fixtures. ``finished_sweep`` runs the real workflow once per test session."""
+"""Shared fixtures and CI's test groups. ``finished_sweep`` runs the real workflow once per
+test session; the builders tests share are in tests/helpers.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-IN_CI = os.environ.get("CI") == "true"
-
-
-def missing_prerequisite(reason: str) -> NoReturn:
-    """Skip a test whose outside prerequisite is missing; under ``CI=true`` fail it
-    instead, so CI cannot be green with a whole test group skipped."""
-    if IN_CI:
-        pytest.fail(f"CI=true and a prerequisite is missing: {reason}", pytrace=False)
-    pytest.skip(reason)
+from tests.helpers import TWO_RUN_CONFIG, Sweep, missing_prerequisite, snakemake, write_config
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,7 +51,7 @@ LONGEST_SCOPES = (
     "tests/nemo/",
     "sweep",
     "tests/workflow/test_history_sweeps.py",
-    "tests/test_run_limits.py",
+    "tests/job/test_run_limits.py",
     "tests/parsers/test_parse_properties.py",
 )
 """The groups that take longest in CI, longest first (``--durations``): queued before the
@@ -123,74 +110,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         available, reason = mark.args
         if not available:
             missing_prerequisite(reason)
-
-
-def tiny_sweep(scales: tuple[int, ...] = (1, 2), dtypes: tuple[str, ...] = ("fp32",)) -> dict:
-    """A sweep entry of the embedded workload (tiny Llama on the CPU) at ``scales`` ranks."""
-    return {
-        "workload": "tiny-llama",
-        "sizes": ["tiny"],
-        "dtypes": list(dtypes),
-        "gpu_type": "cpu",
-        "scales": list(scales),
-    }
-
-
-TINY_STEPS = 25
-TINY_WINDOW = [15, 24]
-"""The tests' runs: 25 steps averaged over the last 10 (the default run is 50 over 10). Every
-step of a rank costs about 0.1 s of CPU, and the suite trains many runs on 2 cores."""
-
-
-def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
-    """The embedded workload in fp32 at ``scales`` ranks, ``TINY_STEPS`` steps."""
-    return {"sweeps": [tiny_sweep(scales)], "steps": TINY_STEPS, "window": TINY_WINDOW, **top}
-
-
-TWO_RUN_CONFIG = tiny_config()
-
-
-@dataclass(frozen=True)
-class Sweep:
-    workdir: Path
-    config: dict
-    first_run: subprocess.CompletedProcess
-
-    @property
-    def results(self) -> Path:
-        return self.workdir / "results"
-
-
-def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    """The real snakemake CLI on this repo's Snakefile, working in ``workdir``."""
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        *args,
-    ]
-
-
-def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run ``snakemake_command`` to the end."""
-    return subprocess.run(
-        snakemake_command(workdir, *args),
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-
-
-def write_config(workdir: Path, config: dict) -> Path:
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
 
 
 SWEEPS_RUN: list[Path] = []

@@ -4,7 +4,7 @@ autouse fixture ``result_files_validate`` (tests/conftest.py).
 
 A ``run.json`` without ``schema_version`` was written by a test as its own input (a
 record made up to test a reader), not by llmbench: llmbench writes the field in every
-record (tests/test_result_schema.py checks the runner's and the salvaged ones). The
+record (tests/aggregate/test_result_schema.py checks the runner's and the salvaged ones). The
 shared sweep's folder must hold a ``result.json`` and records, so the check cannot pass
 by finding nothing where the workflow ran.
 """

@@ -1,33 +1,27 @@
-"""The package's layering (docs/architecture.md), read from the source: arrows point down,
-no import cycle, no private name imported from another module, and no import inside a
-function except of a heavy optional dependency, with a comment saying so."""
+"""The package's architecture (docs/architecture.md), read from the source.
+
+The packages table says where each package runs (its docstring's first words) and exactly
+which other packages it imports; those arrows form no cycle, nor do the imports between
+modules; the ranks import only what a container has; no private name is imported from
+another module, and no import sits inside a function except of a heavy optional
+dependency, with a comment saying so."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",),  # the error tree
-    ("files",),  # shared file leaves: atomic writes, regular files, job logs, disk space
-    ("spec",),  # what to run: catalog, config, run specs, formulas; pure
-    # each needs only what is below: logs -> summaries, the ranks' code, launch files,
-    # setup jobs, tables -> pages
-    ("parsers", "ranks", "launch", "setup", "report"),
-    ("telemetry",),  # samplers beside the ranks, and what they left
-    ("preflight", "job"),  # node checks and the gate; one train job around its ranks
-    ("aggregate",),  # run folders -> tables
-    ("history",),  # sweeps over time, archives
-    ("workflow", "cli", "proof"),  # what Snakemake, people and the GPU proof kit call
-)
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 OPTIONAL_HEAVY = frozenset(
     {"torch", "transformers", "nemo", "nemo_run", "fiddle", "transformer_engine",
@@ -37,6 +31,12 @@ OPTIONAL_HEAVY = frozenset(
 HEAVY_ADAPTERS = frozenset({"llmbench.ranks.entrypoints.lightning_clock"})
 """Our modules that import a heavy optional dependency at module level (a Lightning
 callback needs its base class): imported inside functions, like the dependency itself."""
+FRAMEWORKS = frozenset(
+    {"torch", "transformers", "nemo", "nemo_run", "fiddle", "lightning", "megatron",
+     "transformer_engine", "MaxText", "jax"}
+)  # fmt: skip
+"""What a framework's container brings for the ranks, beside the standard library."""
+RANKS_MAY_USE = ("llmbench.ranks", "llmbench.spec", "llmbench.errors")
 
 
 @cache
@@ -49,19 +49,188 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def layer_of(module: str) -> int:
-    rel = module.removeprefix("llmbench").removeprefix(".")
-    best, rank = "", -1
-    for i, names in enumerate(LAYERS):
-        for name in names:
-            if (rel == name or rel.startswith(name + ".")) and len(name) > len(best):
-                best, rank = name, i
-    return rank
+def package_of(module: str) -> str | None:
+    """The top-level package (or module, ``errors``) of ``module``; None for the root
+    and for a name of the root itself (``llmbench.__version__``)."""
+    parts = module.split(".")
+    if len(parts) < 2 or f"llmbench.{parts[1]}" not in modules():
+        return None
+    return parts[1]
 
 
-def _module_level(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+def packages() -> list[str]:
+    return sorted({p for m in modules() if (p := package_of(m))})
+
+
+def is_package(module: str) -> bool:
+    return modules()[module].name == "__init__.py"
+
+
+def dotted_names(nodes: list[ast.AST]) -> set[str]:
+    """The dotted names these import statements import: ``from a import b`` counts as
+    ``a.b`` when that is one of our modules, else as ``a``."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            named = [s for s in subs if s in modules()]
+            found.update(named)
+            if len(named) < len(subs):
+                found.add(node.module)
+    return found
+
+
+@cache
+def names_imported(module: str) -> frozenset[str]:
+    """Every name ``module`` imports, anywhere in it (functions, ``TYPE_CHECKING``)."""
+    return frozenset(dotted_names(list(ast.walk(ast.parse(modules()[module].read_text())))))
+
+
+@cache
+def module_level_names(module: str) -> frozenset[str]:
+    """The names ``module`` imports when it loads."""
+    return frozenset(dotted_names(_module_level(ast.parse(modules()[module].read_text()))))
+
+
+@dataclass(frozen=True)
+class Row:
+    where: str
+    imports: frozenset[str]
+
+
+@cache
+def table() -> dict[str, Row]:
+    """The packages table of docs/architecture.md: package -> where it runs, may import."""
+    section = ARCHITECTURE.read_text().split("## Packages", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, Row] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        name, where, may = (cell.strip() for cell in line.strip("|").split("|"))
+        name = name.strip("`").removesuffix("/").removesuffix(".py")
+        assert name not in rows, f"{name} has two rows"
+        rows[name] = Row(where, frozenset(re.findall(r"`(\w+)`", may)))
+    return rows
+
+
+def test_the_table_has_a_row_per_package() -> None:
+    assert sorted(table()) == packages()
+
+
+@cache
+def package_imports(package: str) -> dict[str, list[str]]:
+    """Other package -> the imports of ``package``'s modules that reach it."""
+    found: dict[str, list[str]] = {}
+    for module in modules():
+        if package_of(module) != package:
+            continue
+        for name in sorted(names_imported(module)):
+            other = package_of(name) if name.startswith("llmbench.") else None
+            if other and other != package:
+                found.setdefault(other, []).append(f"{module} imports {name}")
+    return found
+
+
+@pytest.mark.parametrize("package", packages())
+def test_a_package_imports_what_the_table_says(package: str) -> None:
+    actual = package_imports(package)
+    listed = table()[package].imports
+    unlisted = {other: actual[other][0] for other in sorted(actual.keys() - listed)}
+    assert unlisted == {}, "imported, not in docs/architecture.md"
+    assert sorted(listed - actual.keys()) == [], "in docs/architecture.md, never imported"
+
+
+def test_the_packages_import_one_way() -> None:
+    arrows = {name: row.imports for name, row in table().items()}
+    cycles = find_cycles(arrows)
+    assert cycles == []
+
+
+def find_cycles(graph: dict[str, frozenset[str]]) -> list[str]:
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+    cycles: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+@pytest.mark.parametrize("package", sorted(m for m in modules() if is_package(m))[1:])
+def test_a_package_says_where_it_runs_in_one_line(package: str) -> None:
+    """The docstring's first line is ``<where it runs>: <what it holds>.``; a top-level
+    package's "where" is its row's in docs/architecture.md (the root, ``llmbench``, runs
+    nowhere of its own)."""
+    doc = ast.get_docstring(ast.parse(modules()[package].read_text())) or ""
+    first = doc.split("\n\n", 1)[0]
+    assert "\n" not in first and first.endswith("."), first
+    where, _, what = first.partition(": ")
+    assert where and what, first
+    if package.count(".") == 1:
+        assert where == table()[package_of(package)].where
+
+
+def test_the_ranks_need_only_what_a_container_has() -> None:
+    """A rank runs in the framework's container, which holds the standard library and
+    the framework, not llmbench's dependencies: every module of ``ranks`` and every
+    module it loads imports nothing else."""
+    problems = []
+    loaded = set()
+    for module in modules():
+        if module.startswith("llmbench.ranks"):
+            loaded |= loads(module)
+            for name in sorted(names_imported(module)):
+                if not allowed_on_a_rank(name, FRAMEWORKS):
+                    problems.append(f"{module} imports {name}")
+    for module in sorted(loaded):
+        if not module.startswith(RANKS_MAY_USE) and module != "llmbench":
+            problems.append(f"the ranks load {module}")
+        elif not module.startswith("llmbench.ranks"):
+            for name in sorted(module_level_names(module)):
+                if not allowed_on_a_rank(name, frozenset()):
+                    problems.append(f"{module}, which the ranks load, imports {name}")
+    assert problems == []
+
+
+def allowed_on_a_rank(name: str, frameworks: frozenset[str]) -> bool:
+    top = name.split(".")[0]
+    if top == "llmbench":
+        return name == "llmbench" or name.startswith(RANKS_MAY_USE)
+    return top in sys.stdlib_module_names or top == "__future__" or top in frameworks
+
+
+def loads(module: str) -> set[str]:
+    """Our modules that loading ``module`` runs: its module-level imports, their parent
+    packages, and so on."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        parts = current.split(".")
+        for name in [*imports(current), *(".".join(parts[:i]) for i in range(1, len(parts)))]:
+            if name in modules() and name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
     """Imports run when the module loads (not in functions, not under TYPE_CHECKING)."""
-    found: list[ast.Import | ast.ImportFrom] = []
+    found: list[ast.AST] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
@@ -84,58 +253,12 @@ def _module_level(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 
 @cache
 def imports(module: str) -> frozenset[str]:
-    """llmbench modules ``module`` imports when it loads (``from pkg import sub`` counts
-    as ``pkg.sub``)."""
-    known = modules()
-    out = set()
-    for node in _module_level(ast.parse(known[module].read_text())):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name in known)
-        elif node.module and node.level == 0 and node.module.startswith("llmbench"):
-            subs = [f"{node.module}.{a.name}" for a in node.names]
-            named = [s for s in subs if s in known]
-            out.update(named)
-            if len(named) < len(subs):
-                out.add(node.module)
-    out.discard(module)
-    return frozenset(out)
-
-
-def test_every_module_has_a_layer() -> None:
-    unplaced = [m for m in modules() if m != "llmbench" and layer_of(m) < 0]
-    assert unplaced == []
-
-
-def test_imports_point_down() -> None:
-    upward = [
-        f"{m} (layer {layer_of(m)}) imports {d} (layer {layer_of(d)})"
-        for m in modules()
-        for d in sorted(imports(m))
-        if d != "llmbench" and layer_of(d) > layer_of(m)
-    ]
-    assert upward == []
+    """Our modules that ``module`` imports when it loads."""
+    return frozenset(n for n in module_level_names(module) if n in modules()) - {module}
 
 
 def test_no_import_cycle() -> None:
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    path: list[str] = []
-    cycles: list[str] = []
-
-    def visit(m: str) -> None:
-        state[m] = 1
-        path.append(m)
-        for d in sorted(imports(m)):
-            if state.get(d) == 1:
-                cycles.append(" -> ".join([*path[path.index(d) :], d]))
-            elif d not in state:
-                visit(d)
-        path.pop()
-        state[m] = 2
-
-    for m in modules():
-        if m not in state:
-            visit(m)
-    assert cycles == []
+    assert find_cycles({m: imports(m) for m in modules()}) == []
 
 
 @pytest.mark.parametrize("module", sorted(modules()))

@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
-    LONGEST_SCOPES,
-    REPO,
-    SHARED_SWEEP_FILES,
-    SLURM_SCOPES,
-    queue_rank,
-    xdist_scope,
-)
+from tests.conftest import LONGEST_SCOPES, SHARED_SWEEP_FILES, SLURM_SCOPES, queue_rank, xdist_scope
+from tests.helpers import REPO
 
 TESTS = """
 import pytest
@@ -64,7 +58,10 @@ def test_xdist_groups_keep_shared_fixtures_on_one_worker() -> None:
     slurm_files = sorted(p.name for p in REPO.glob("tests/slurm/test_*.py"))
     listed = [name for files in SLURM_SCOPES.values() for name in files]
     assert sorted(listed) == slurm_files
-    assert xdist_scope("tests/test_plots.py::test_a") == "tests/test_plots.py"
+    assert (
+        xdist_scope("tests/report/test_scaling_plots.py::test_a")
+        == "tests/report/test_scaling_plots.py"
+    )
     # the NeMo venv is a session fixture of both files: one group, one build
     nemo = {
         xdist_scope(f"{p.relative_to(REPO).as_posix()}::t")
@@ -84,4 +81,6 @@ def test_longest_groups_are_queued_first() -> None:
     assert LONGEST_SCOPES[:2] == tuple(SLURM_SCOPES)
     assert queue_rank("tests/slurm/test_faults.py::t") == 0
     assert queue_rank("tests/slurm/test_recovery.py::t") == 1
-    assert queue_rank("tests/nemo/test_nemo_parity.py::t") < queue_rank("tests/test_plots.py::t")
+    assert queue_rank("tests/nemo/test_nemo_parity.py::t") < queue_rank(
+        "tests/report/test_scaling_plots.py::t"
+    )

@@ -1,7 +1,3 @@
-"""llmbench: LLM pre-training performance benchmarks, from config to report.
-
-The package holds all logic as pure, typed functions; the Snakemake workflow in
-``workflow/`` only wires them together. Nothing here imports snakemake.
-"""
+"""LLM pre-training performance benchmarks, one package per place where code runs."""
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ from llmbench.errors import ConfigError
 from llmbench.spec.config import merge_config, workflow_config
 from tests.bad_inputs.cases import ACCEPTED, ALL, REJECTED, ConfigCase, dump
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
-from tests.conftest import REPO, snakemake
+from tests.helpers import REPO, snakemake
 
 
 def plan_file(case: ConfigCase, folder: Path) -> Path:

@@ -32,7 +32,7 @@ from llmbench.launch.platforms import check_platforms
 from llmbench.spec.config import check_config, config_schema
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.wiring import launch_env
-from tests.conftest import REPO, tiny_config
+from tests.helpers import REPO, tiny_config
 from tests.kubernetes.standin_apiserver import StandInApiServer
 from tests.launch.cases import EXAMPLE_IMAGES
 

@@ -31,7 +31,7 @@ def write_every_step(path: Path, framework: str, time: str) -> Path:
 def test_a_number_cut_short_by_its_field_is_not_read(
     case: str, framework: str, sandbox: Path, capsys
 ) -> None:
-    """PA9, PA11: `12\\x00.3` and `12,3` were read as 12 and the run was a success."""
+    """PA9, PA11: `12\\x00.3` and `12,3` are not 12: the run is invalid, naming the field."""
     bad = MALFORMED[case][framework]
     log = write_every_step(sandbox / "exp" / "log-run.out", framework, bad)
     code, result, err = parse_json([str(log)], capsys)
@@ -83,7 +83,7 @@ def test_a_malformed_loss_anywhere_is_invalid(tmp_path: Path) -> None:
 def test_a_step_time_below_a_millisecond_is_invalid(
     framework: str, seconds: float, sandbox: Path, capsys
 ) -> None:
-    """PA13: 1e-300 s was a success with that mean."""
+    """PA13: a step time below the floor (1e-300 s) is invalid, never a success."""
     logged = seconds * 1000 if framework == "megatron" else seconds
     log = write_log(sandbox / "exp" / "log-run.out", framework, repr(logged), at=40)
     code, result, _ = parse_json([str(log)], capsys)
@@ -105,7 +105,7 @@ def test_a_fast_step_above_the_floor_is_a_time(framework: str, sandbox: Path, ca
 
 @pytest.mark.parametrize("framework", sorted(LINES))
 def test_cr_only_line_ends_are_line_ends(framework: str, sandbox: Path, capsys) -> None:
-    """PA5: a progress-bar style log (CR only) was one line: incomplete, last iteration 1."""
+    """PA5: a progress-bar style log (CR only) has a line per step, not one line."""
     log = write_log(sandbox / "exp" / "log-run.out", framework, None)
     log.write_bytes(log.read_bytes().replace(b"\n", b"\r"))
     code, result, _ = parse_json([str(log)], capsys)
@@ -118,7 +118,7 @@ def test_cr_only_line_ends_are_line_ends(framework: str, sandbox: Path, capsys) 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-16-le"])
 def test_a_utf16_log_says_so(encoding: str, sandbox: Path, capsys) -> None:
-    """PA6, PA7: a UTF-16 log was `no_step_lines`, as if it held no steps."""
+    """PA6, PA7: a UTF-16 log says it is UTF-16, not that it holds no steps."""
     log = write_log(sandbox / "exp" / "log-run.out", "nemo2", None)
     log.write_bytes(log.read_text().encode(encoding))
     code, result, _ = parse_json([str(log)], capsys)
@@ -135,7 +135,7 @@ def test_nul_bytes_are_not_taken_for_utf16(sandbox: Path, capsys) -> None:
 
 
 def test_a_window_of_too_many_points_says_how_many_are_allowed(sandbox: Path, capsys) -> None:
-    """PA19: `last:<20 digits>` was called malformed rather than too large."""
+    """PA19: `last:<20 digits>` is too large (with the limit), not malformed."""
     log = write_log(sandbox / "exp" / "log-run.out", "nemo2", None)
     code, _, err = run_cli(["parse", str(log), "--window", "last:99999999999999999999"], capsys)
     assert code == 2

@@ -28,7 +28,7 @@ import zstandard
 
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
 from tests.history.results import write_results
-from tests.test_archive import members
+from tests.history.test_archive import members
 
 TOKEN = "hf_" + "Zq7Xw2Vb9Nm4Lk8Jh3Gf6Ds1Ap5Oi0Uy"
 PASSWORD = "s3cr3t-pw-4711"

@@ -21,7 +21,7 @@ from llmbench.errors import ConfigError
 from llmbench.workflow.config_check import check_workflow_config
 from tests.bad_inputs.cases import BASE
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
-from tests.conftest import REPO, snakemake
+from tests.helpers import REPO, snakemake
 
 KUBERNETES = {"launcher": "kubernetes", "kubernetes": {"image": "example/llmbench:test"}}
 RUNAI = {
@@ -78,7 +78,7 @@ def scales(*values: int) -> dict[str, Any]:
     return {**BASE, "sweeps": [{**BASE["sweeps"][0], "scales": list(values)}]}
 
 
-# The probe's BAD cases: accepted (exit 0) or pasted into a shell before this change.
+# The probe's BAD cases: values a platform would accept (exit 0) or a shell would run.
 BAD = [
     Case("K4", {}, ("history.add", "history.path"), experiment(history={"add": True})),
     Case(
@@ -135,7 +135,7 @@ BAD = [
     ),
 ]
 
-# Refused now where the probe found them accepted harmlessly (OK), and the same holes on
+# Refused although the probe found them accepted harmlessly (OK), and the same holes on
 # values the probe did not try: a value ending in a line break passed every `$` pattern.
 MORE = [
     Case(

@@ -16,7 +16,7 @@ from llmbench.files.atomic import write_json_atomic
 from llmbench.job.attempts import attempt_history
 from llmbench.job.runner import new_attempt_dir
 from tests.bad_inputs.checks import one_error_line
-from tests.conftest import REPO, tiny_config, write_config
+from tests.helpers import REPO, tiny_config, write_config
 
 
 def test_a_finished_attempt_whose_log_was_deleted_is_not_called_killed(tmp_path: Path) -> None:
@@ -71,8 +71,8 @@ def run_on_full_disk(folder: Path, command: list[str], seed: Path | None = None)
 
 @on_a_full_disk
 def test_a_sweep_on_a_full_disk_stops_in_one_line_naming_the_folder(tmp_path: Path) -> None:
-    """The probe saw 160 lines of Snakemake's logging and lock tracebacks; now the
-    workflow stops while it is read, before Snakemake writes its lock or logs a line."""
+    """The workflow stops while it is read, before Snakemake writes its lock or logs a
+    line: after that, Snakemake itself fails in 160 lines of logging and lock tracebacks."""
     seed = tmp_path / "seed"
     seed.mkdir()
     write_config(seed, tiny_config(scales=(1,)))

@@ -11,7 +11,7 @@ import pandas as pd
 
 from llmbench.files.atomic import write_json_atomic
 from llmbench.history.sweep import stamp_sweep
-from tests.sweep_tables import nemo_8b, sweep_tables
+from tests.helpers import nemo_8b, sweep_tables
 
 
 def ar1(n: int, rng: np.random.Generator, phi: float, sigma: float) -> np.ndarray:

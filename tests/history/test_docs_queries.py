@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from llmbench.history.store import add_sweep, open_history
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tests.history.results import write_results
 
 DOC = REPO / "docs" / "history.md"

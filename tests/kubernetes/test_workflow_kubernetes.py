@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from llmbench.parsers import parse_log
-from tests.conftest import (
+from tests.helpers import (
     REPO,
     TINY_STEPS,
     TINY_WINDOW,

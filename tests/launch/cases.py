@@ -8,7 +8,7 @@ from llmbench.launch.variants import VARIANTS
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.runspec import RunSpec
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 EXAMPLE_IMAGES = {
     "llama3.1-nemo": "nvidia/nemo:25.07",

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
+import pandas as pd
 import pytest
 
 from llmbench.errors import ConfigError
 from llmbench.preflight.gate import gate, nodes_table
+from llmbench.preflight.gate_job import write_gate
 from llmbench.preflight.gpu import expected_bandwidth
 from llmbench.spec.preflight_settings import PreflightSettings
 
@@ -62,3 +67,27 @@ def test_too_few_nodes_is_one_line() -> None:
 def test_no_node_to_check_is_one_line() -> None:
     with pytest.raises(ConfigError, match="no node to check"):
         gate(nodes_table([], settings()), 1)
+
+
+def test_the_gate_job_writes_the_tables_before_it_refuses(tmp_path) -> None:
+    """The gate rule's body: the nodes table, the Cluster page and the exclude list; when
+    too few nodes pass it still writes the tables (their reasons say why) and refuses."""
+    paths = []
+    for res in (result("a", 1.0), result("b", 0.1)):
+        paths.append(tmp_path / f"{res['node']}.json")
+        paths[-1].write_text(json.dumps(res))
+    out = SimpleNamespace(
+        nodes=tmp_path / "nodes.parquet",
+        nodes_html=tmp_path / "nodes.html",
+        exclude=tmp_path / "exclude.json",
+    )
+    assert write_gate(paths, settings(needed=1), out) == ["b"]
+    assert list(pd.read_parquet(out.nodes)["status"]) == ["ok", "excluded"]
+    page = out.nodes_html.read_text()
+    assert "2 nodes checked, 1 passed" in page and "70% of the expected" in page
+    assert "below 70% of the expected 1 GB/s" in page  # b's reason, in its row
+    assert json.loads(out.exclude.read_text()) == {"exclude": ["b"], "nodes": ["a", "b"]}
+    out.exclude.unlink()
+    with pytest.raises(ConfigError, match="1 of 2 nodes passed"):
+        write_gate(paths, settings(needed=2), out)
+    assert out.nodes_html.exists() and not out.exclude.exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
 from llmbench.preflight.node import fabric_result, gpu_result, render_fabric, render_gpu_preflight
 from llmbench.spec.preflight_settings import PreflightSettings
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 HEALTH = """\
 index, name, pci.bus_id, ecc.errors.uncorrected.volatile.total, retired_pages.pending, \

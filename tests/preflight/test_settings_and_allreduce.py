@@ -10,7 +10,7 @@ from llmbench.preflight.allreduce import bus_factor, measure_allreduce
 from llmbench.preflight.node import message_sizes
 from llmbench.spec.config import validate_and_expand
 from llmbench.spec.preflight_settings import resolve_preflight
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 
 def specs(**top):

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from tests.conftest import Sweep, snakemake
+from tests.helpers import Sweep, snakemake
 
 pytestmark = [pytest.mark.workflow, pytest.mark.chromium]
 CHROMIUM = shutil.which("chromium")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from llmbench.launch.srun import MASTER_PORT_SPAN
-from tests.conftest import missing_prerequisite, tiny_config
+from tests.helpers import missing_prerequisite, tiny_config
 
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
 

@@ -18,7 +18,7 @@ import pytest
 
 from llmbench.launch.slurm import slurm_resources
 from llmbench.spec.config import run_specs, validate_config
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
 pytestmark = pytest.mark.slurm

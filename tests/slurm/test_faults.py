@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import tiny_sweep, write_config
+from tests.helpers import tiny_sweep, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.faults import (
     A,
@@ -17,8 +17,7 @@ from tests.slurm.faults import (
     attempts,
     clean_up_after_fault_test,  # noqa: F401 (a fixture, used by pytestmark)
     finish,
-    new_ledger,
-    report_ledger,
+    module_ledger,  # noqa: F401 (the fixture `ledger`)
     rerun_redoes_only,
     runs,
     start,
@@ -26,7 +25,6 @@ from tests.slurm.faults import (
 )
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("clean_up_after_fault_test")]
-LEDGER = new_ledger()
 
 
 C = "tiny-llama_tiny_bf16_cpux2_perf"
@@ -42,7 +40,9 @@ def fault_config(d_runtime_min: int | None) -> dict:
     return {**CONFIG, "sweeps": [*CONFIG["sweeps"], tiny_sweep((2,), ("bf16",)), d]}
 
 
-def test_oom_scancel_and_time_limit_are_recorded_and_redone(slurm_cluster, tmp_path) -> None:
+def test_oom_scancel_and_time_limit_are_recorded_and_redone(
+    slurm_cluster, tmp_path, ledger
+) -> None:
     """Three faults in one sweep, one rerun: each failed run is recorded with its reason
     and redone alone, the run that succeeded is kept."""
     write_config(tmp_path, fault_config(1))
@@ -60,8 +60,4 @@ def test_oom_scancel_and_time_limit_are_recorded_and_redone(slurm_cluster, tmp_p
     assert_no_rank_left(tmp_path, D)
     # the user lifts D's limit (only D's run changes) and runs the same command again
     write_config(tmp_path, fault_config(None))
-    rerun_redoes_only(LEDGER, tmp_path, {B: "cuda_oom", C: "cancelled", D: "time_limit"}, FAULTS)
-
-
-def test_ledger() -> None:
-    report_ledger(LEDGER, __name__, faults=3)
+    rerun_redoes_only(ledger, tmp_path, {B: "cuda_oom", C: "cancelled", D: "time_limit"}, FAULTS)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, snakemake, tiny_config, write_config
+from tests.helpers import REPO, snakemake, tiny_config, write_config
 from tests.preflight.test_node_checks import kernel_log, xid_lines
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import write_config
+from tests.helpers import write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.faults import (
     A,
@@ -21,8 +21,7 @@ from tests.slurm.faults import (
     clean_up_after_fault_test,  # noqa: F401 (a fixture, used by pytestmark)
     command,
     finish,
-    new_ledger,
-    report_ledger,
+    module_ledger,  # noqa: F401 (the fixture `ledger`)
     runs,
     snapshot,
     start,
@@ -30,10 +29,9 @@ from tests.slurm.faults import (
 )
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("clean_up_after_fault_test")]
-LEDGER = new_ledger()
 
 
-def test_watchdog_in_the_job_ends_a_hang_and_retries_it(slurm_cluster, tmp_path) -> None:
+def test_watchdog_in_the_job_ends_a_hang_and_retries_it(slurm_cluster, tmp_path, ledger) -> None:
     write_config(tmp_path, {**CONFIG, "watchdog": {"stall_s": 10}})
     before = snapshot(tmp_path)
     finish(start(tmp_path, f"hang@5:{B}:1"), timeout=900)
@@ -46,10 +44,10 @@ def test_watchdog_in_the_job_ends_a_hang_and_retries_it(slurm_cluster, tmp_path)
     assert any("inject" in (tmp_path / "results/runs" / B / n).read_text()
                for n in first["stack_dumps"])  # fmt: skip
     assert_no_rank_left(tmp_path, B)
-    account(LEDGER, before, tmp_path, set())
+    account(ledger, before, tmp_path, set())
 
 
-def test_node_failure_is_retried_on_another_node(slurm_cluster, tmp_path) -> None:
+def test_node_failure_is_retried_on_another_node(slurm_cluster, tmp_path, ledger) -> None:
     # Both runs fit on one node here: a fake node set DOWN and resumed keeps stale job
     # steps, so nothing should need the failed node again.
     write_config(tmp_path, {**CONFIG, "ranks_per_node": 2})
@@ -77,13 +75,13 @@ def test_node_failure_is_retried_on_another_node(slurm_cluster, tmp_path) -> Non
     assert first["failure_reason"] == "node_failure"
     second = json.loads((tmp_path / "results/runs" / A / "attempt-2/job.json").read_text())
     assert second["nodelist"] != node  # the retry avoided the failed node
-    LEDGER["faults_injected"] += 1
+    ledger["faults_injected"] += 1
     assert (tmp_path / "results/runs" / A / "attempt-1/train.log").exists()
     out = finish(start(tmp_path, fault))
     assert "Nothing to be done" in out
 
 
-def test_killed_snakemake_recovers(slurm_cluster, tmp_path) -> None:
+def test_killed_snakemake_recovers(slurm_cluster, tmp_path, ledger) -> None:
     write_config(tmp_path, CONFIG)
     proc = start(tmp_path, f"hang@5:{B}:1")
     job = wait_for_job(tmp_path, B)
@@ -97,8 +95,4 @@ def test_killed_snakemake_recovers(slurm_cluster, tmp_path) -> None:
     table = runs(tmp_path)
     assert (table.status == "success").all(), table[["status", "reason"]]
     assert table.loc[B, "attempt"] == 2
-    account(LEDGER, before, tmp_path, set())
-
-
-def test_ledger() -> None:
-    report_ledger(LEDGER, __name__, faults=3)
+    account(ledger, before, tmp_path, set())

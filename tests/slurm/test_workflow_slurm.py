@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from llmbench.spec.config import site_keys_in
-from tests.conftest import REPO, TINY_STEPS, snakemake, write_config
+from tests.helpers import REPO, TINY_STEPS, snakemake, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES, allocations, most_at_once
 

@@ -15,7 +15,7 @@ from llmbench.report.telemetry_plot import plot_group_telemetry
 from llmbench.spec.config import validate_and_expand
 from llmbench.spec.preflight_settings import resolve_preflight
 from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 
 
 def runs(reason: str = "") -> pd.DataFrame:

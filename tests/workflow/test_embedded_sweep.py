@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from llmbench.aggregate.result_file import validate
-from tests.conftest import REPO, TINY_STEPS, Sweep, snakemake, write_config
+from tests.helpers import REPO, TINY_STEPS, Sweep, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 

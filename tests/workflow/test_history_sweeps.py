@@ -13,13 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import (
-    TINY_WINDOW,
-    snakemake,
-    snakemake_command,
-    tiny_config,
-    write_config,
-)
+from tests.helpers import TINY_WINDOW, snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import REPO, snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -64,7 +64,7 @@ def test_a_changed_config_is_checked_again_in_the_job(tmp_path: Path) -> None:
     assert code == 0, stderr[-3000:]
     assert imported(stderr, "llmbench.spec.config")
 
-    write_config(tmp_path, tiny_config((1, 2), steps=3))  # now refused: the window
+    write_config(tmp_path, tiny_config((1, 2), steps=3))  # refused: the window
     code, stderr = in_job(tmp_path, "tiny-llama_tiny_fp32_cpux1_perf")
     assert code != 0
     assert "llmbench: error: config.yaml: steps: 3 must be at least" in stderr

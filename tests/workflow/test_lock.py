@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 

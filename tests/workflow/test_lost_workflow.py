@@ -1,8 +1,8 @@
 """A local sweep whose Snakemake is killed, and a log deleted mid-run (probe 3: WF6, WF5).
 
-After ``kill -9`` of Snakemake the train job used to train on, and the documented recovery
-(``--unlock``, the same command) ran attempt 2 beside it on the same cores, reported as a
-clean success. Attempt 1 is made slow (5 s a step, two minutes in all) so that it would
+After ``kill -9`` of Snakemake its train job must end, or the documented recovery
+(``--unlock``, the same command) would run attempt 2 beside it on the same cores and
+report a clean success. Attempt 1 is made slow (5 s a step, two minutes in all) so that it would
 still be running when the rerun starts, had nothing ended it.
 """
 
@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from llmbench.job.sweep_processes import ATTEMPT_ENV
-from tests.conftest import snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import snakemake, snakemake_command, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow
 

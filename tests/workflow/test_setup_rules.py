@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llmbench.spec.stage import VENV_MARKER
-from tests.conftest import REPO, snakemake, write_config
+from tests.helpers import REPO, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 

@@ -14,7 +14,7 @@ import pytest
 
 from llmbench.telemetry.cpu import rapl_reader
 from llmbench.telemetry.energy import JOULES_PER_KWH
-from tests.conftest import Sweep, snakemake, tiny_config, write_config
+from tests.helpers import Sweep, snakemake, tiny_config, write_config
 from tests.telemetry.conftest import node_tree, write_counter
 
 pytestmark = pytest.mark.workflow

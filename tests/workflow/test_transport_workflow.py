@@ -30,7 +30,7 @@ from llmbench.job.runner import RECORD_FILE
 from llmbench.job.train_outputs import write_train_outputs
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.workflow.wiring import launch_env
-from tests.conftest import REPO, snakemake, write_config
+from tests.helpers import REPO, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from llmbench.workflow import spec_cache, wiring
 from llmbench.job.attempts import retry_token
-from llmbench.files.disk_space import low_space
+from llmbench.files.disk_space import free_bytes, low_space
 from llmbench.launch.platforms import PLATFORM_LAUNCHERS, missing_secret
 from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.launch.slurm import SBATCH_ENVIRONMENT, slurm_resources
@@ -15,7 +15,6 @@ from llmbench.spec.stage import (
     IMAGES_DIR,
     checkpoint_source,
     checkpoint_space_warning,
-    free_bytes,
     image_import,
     image_imports,
     image_path,

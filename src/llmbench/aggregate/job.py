@@ -113,7 +113,7 @@ def read_sweep(
     )
 
 
-def _now(_name: str, fn: Callable[[], T]) -> T:
+def _run(_name: str, fn: Callable[[], T]) -> T:
     return fn()
 
 
@@ -124,11 +124,11 @@ def write_sweep_tables(
     tolerance: float,
     train_tokens: float,
     outputs: Mapping[str, str | Path],
-    stage: Callable[[str, Callable[[], Any]], Any] = _now,
+    run_step: Callable[[str, Callable[[], Any]], Any] = _run,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Build the runs and steps tables of ``inputs`` and write every file of ``OUTPUTS``
-    to ``outputs[name]``; returns both tables. ``stage(name, fn)`` runs each step (a
-    benchmark passes a timer)."""
+    to ``outputs[name]``; returns both tables. ``run_step(name, fn)`` runs each step
+    (a benchmark passes a timer)."""
     records = inputs.records
 
     def spec_rows() -> pd.DataFrame:
@@ -164,9 +164,9 @@ def write_sweep_tables(
     # GIL: built on a second thread while this one builds the runs table, its CSV and the
     # pages, which are mostly Python (the aggregate rule asks for two cores).
     with table_building_pool(), ThreadPoolExecutor(max_workers=1) as background:
-        specs = stage("spec_rows", spec_rows)
+        specs = run_step("spec_rows", spec_rows)
         steps_done = background.submit(steps_table)
-        runs = stage(
+        runs = run_step(
             "runs_table",
             lambda: runs_table_from_frames(
                 specs,
@@ -177,10 +177,10 @@ def write_sweep_tables(
                 inputs.fabric,
             ),
         )
-        runs = stage("reference_compare", lambda: compare(runs, references, tolerance))
-        stage("write_parquet_csv", write_tables)
-        stage("html_markdown_tables", write_pages)
-        steps = stage("steps_table_wait", steps_done.result)  # what the others did not hide
+        runs = run_step("reference_compare", lambda: compare(runs, references, tolerance))
+        run_step("write_parquet_csv", write_tables)
+        run_step("html_markdown_tables", write_pages)
+        steps = run_step("steps_table_wait", steps_done.result)  # what the others did not hide
     return runs, steps
 
 

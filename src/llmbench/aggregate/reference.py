@@ -34,10 +34,6 @@ from llmbench.spec.catalog import published_results
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
-COMPARE_COLUMNS = (
-    "reference_step_time_s", "reference_source", "deviation_pct", "verdict", "verdict_reason",
-)  # fmt: skip
-VERDICTS = ("within", "faster", "slower", "no_reference", "not_comparable")
 SOCKET_FALLBACK_REASON = "not comparable: inter-node traffic over TCP sockets"
 OTHER_STACK = "not the reference's software stack (reference_stack false: see image)"
 """Added to ``reference_source`` where the run's image is not the reference's."""

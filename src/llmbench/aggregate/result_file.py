@@ -8,7 +8,7 @@ file a CI job reads: every run's keys, status, numbers with their units in their
 reference verdict, transport, explanation and provenance, and where the files are.
 
 A schema change bumps its ``x-version`` (and the documents' ``schema_version``);
-tests/test_result_schema.py pins each schema's hash to its version.
+tests/aggregate/test_result_schema.py pins each schema's hash to its version.
 """
 
 from __future__ import annotations

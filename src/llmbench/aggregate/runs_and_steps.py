@@ -1,40 +1,10 @@
 """Tidy tables from run records and parsed logs: one row per run, one per training step.
 
-Every column's type, unit and meaning: docs/tables.md. Both tables are built column by
-column (one implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts
-(``spec_row`` one run's),
+Every column's type, unit and meaning is written once, in docs/tables.md (a test keeps it
+equal to ``RUN_DTYPES`` and ``STEP_DTYPES``). Both tables are built column by column (one
+implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts,
 ``runs_table_from_frames`` joins them with the log summaries and derives the metrics,
-``steps_table_from_frame`` tags the parsed steps; ``runs_table_from_records`` wraps the
-first two for a handful of runs.
-
-``runs`` columns, keys first (units in names):
-- keys: run_id, workload, size, dtype, gpu_type, gpus, nodes, scaling, variant, attempt
-- outcome: status (success | incomplete | invalid | failed | no_data | timeout | hang),
-  reason, exit_code, end_detail (what ended a run that llmbench's limits ended)
-- configuration: framework, seq_len, micro_batch_size, global_batch_size, tp, pp, cp, dp,
-  ga, steps, window_first, window_last
-- measured (over the window, population std): step_time_mean_s, step_time_std_s,
-  step_time_last_s, n_iterations, max_iteration, logged_tflops_per_gpu_mean; from the log:
-  log_interval (its logging cadence) and restarts (in-log restarts; later lines won)
-- derived: tokens_per_s = seq_len * GBS / step_time_mean_s; tokens_per_s_per_gpu;
-  train_tokens and days_to_train = train_tokens / tokens_per_s / 86400;
-  model_flops_per_sample; achieved_tflops_per_gpu = GBS * flops / step_time / gpus / 1e12;
-  peak_tflops_per_gpu and peak_source; mfu = achieved / peak (a fraction); implausible
-  (``mfu_above_100pct`` when mfu > 1, else null: such a run gets no verdict)
-- transport (NCCL's debug output, ``llmbench.parsers.transport``): net_transport (ib |
-  ofi | socket | mixed: ...), gdr, nvls, collnet, nccl_plugin, nccl_version, and
-  socket_fallback: inter-node traffic over TCP sockets on a cluster declared (site value
-  ``fabric``) or found (preflight) to have IB or EFA
-- reference (``llmbench.aggregate.reference.compare``): reference_step_time_s, reference_source,
-  deviation_pct = (step_time_mean_s - reference) / reference * 100, verdict
-  (within | faster | slower | no_reference | not_comparable; null when the run has no
-  step time) and verdict_reason (why a run has no plain verdict)
-- provenance: sweep_id (``llmbench.history.sweep``: the invocation that built the
-  tables), started_at, finished_at (UTC), duration_s, host, nodelist, image (the one the ranks
-  ran in), reference_stack (that image is the spec document's reference image), git_sha,
-  llmbench_version, python_version, torch_version, transformers_version, slurm_job_id,
-  cluster_type (local | slurm | kubernetes), workload_id (the platform's id: Slurm job,
-  namespace/name of a Kubernetes workload), log_path
+``steps_table_from_frame`` tags the parsed steps.
 """
 
 from __future__ import annotations
@@ -43,7 +13,7 @@ import functools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,19 +39,6 @@ TRANSPORT_DTYPES: dict[str, str] = {
 """The runs table's transport columns (docs/transport.md)."""
 FABRICS_WITH_RDMA = ("ib", "efa")
 """Site fabrics over which inter-node traffic over TCP sockets is a fallback."""
-
-KEY_COLUMNS = (
-    "run_id",
-    "workload",
-    "size",
-    "dtype",
-    "gpu_type",
-    "gpus",
-    "nodes",
-    "scaling",
-    "variant",
-    "attempt",
-)
 
 RUN_ORDER = ("workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus")
 """The order of both tables' rows: a scaling group's runs (workload, size, GPU type,
@@ -223,18 +180,6 @@ def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
 
 # --- the runs table: one row of per-run facts and one log summary per run, column-wise ---
 
-SPEC_COLUMNS = (
-    "run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant",
-    "attempt", "attempts", "earlier_attempts", "failure_reason", "ended_by", "end_detail",
-    "overlap", "exit_code", "framework",
-    "seq_len", "micro_batch_size", "global_batch_size",
-    "tp", "pp", "cp", "dp", "ga", "steps", "window_first", "window_last",
-    "model_flops_per_sample", "peak_tflops_per_gpu", "peak_source", "started_at",
-    "finished_at", "host", "nodelist", "image", "reference_stack", "git_sha", "llmbench_version",
-    "python_version",
-    "torch_version", "transformers_version", "slurm_job_id", "cluster_type", "workload_id",
-    "log_path",
-)  # fmt: skip
 SUMMARY_COLUMNS = (
     "status", "reason", "step_time_mean_s", "step_time_std_s", "step_time_last_s",
     "n_iterations", "max_iteration", "tflops_per_gpu_mean", "log_interval", "restarts",
@@ -243,29 +188,17 @@ SUMMARY_DEFAULTS = {"log_interval": 1, "restarts": 0}
 """Values for summary columns that summaries written before they existed lack."""
 
 
-def spec_row(
-    record: Mapping[str, Any],
-    peak: Peak | None,
-    history: tuple[int, str] | None = None,
-    nodelist: str | None = None,
-) -> dict[str, Any]:
-    """The per-run facts known before parsing: keys, configuration, peak, provenance;
-    ``history`` is (attempts so far, earlier attempts' outcomes) from
-    ``llmbench.job.attempts.attempt_history``; ``nodelist`` the attempt's Slurm nodes. One
-    run's row of ``spec_columns``."""
-    columns = spec_columns([record], [peak], [history], [nodelist])
-    return {name: values[0] for name, values in columns.items()}
-
-
 def spec_columns(
     records: Sequence[Mapping[str, Any]],
     peaks: Sequence[Peak | None],
     histories: Sequence[tuple[int, str] | None],
     nodelists: Sequence[str | None],
 ) -> dict[str, list[Any]]:
-    """``spec_row`` of every run, column by column (``SPEC_COLUMNS``, in that order):
-    a list per column, one entry per record (a fifth of the time of a dict per run, and a
-    frame built from lists instead of dicts)."""
+    """The per-run facts known before parsing (keys, configuration, peak, provenance),
+    column by column: a list per column, one entry per record (a fifth of the time of a
+    dict per run, and a frame built from lists instead of dicts). ``histories`` are
+    (attempts so far, earlier attempts' outcomes) from
+    ``llmbench.job.attempts.attempt_history``; ``nodelists`` the attempts' Slurm nodes."""
     specs = [rec["spec"] for rec in records]
     provs = [rec.get("provenance", {}) for rec in records]
     pars = [spec.get("parallelism", {}) for spec in specs]
@@ -384,7 +317,7 @@ def runs_table_from_frames(
     transport: pd.DataFrame | None = None,
     fabric: str | None = None,
 ) -> pd.DataFrame:
-    """The runs table from one row per run of ``spec_row`` facts (``specs``) and of log
+    """The runs table from one row per run of ``spec_columns`` facts (``specs``) and of log
     summaries (``summaries``, same order, ``SUMMARY_COLUMNS``), column by column (the one
     implementation of every derived metric; it must scale to 100,000 runs).
 
@@ -468,24 +401,6 @@ def site_fabric(declared: str | None, nodes: pd.DataFrame | None) -> str | None:
     return found[0] if found else None
 
 
-def runs_table_from_records(
-    parts: Iterable[tuple[Mapping[str, Any], Mapping[str, Any], Peak | None]],
-    train_tokens: float,
-) -> pd.DataFrame:
-    """The runs table of (run record, log summary, peak) triples: a convenience for a
-    handful of runs on top of ``spec_row`` and ``runs_table_from_frames``. Summary keys
-    left out (``reason``, ``tflops_per_gpu_mean`` ...) read as empty or NaN."""
-    specs, summaries = [], []
-    for record, summary, peak in parts:
-        specs.append(spec_row(record, peak))
-        summaries.append(summary)
-    return runs_table_from_frames(
-        pd.DataFrame(specs, columns=list(SPEC_COLUMNS)),
-        pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS)),
-        train_tokens,
-    )
-
-
 def runs_table_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame with the runs columns the schema's order and types, sorted by keys."""
     for col in RUN_DTYPES:
@@ -502,7 +417,7 @@ _STEP_VALUES = ("iteration", "step_time_s", "loss", "tflops_per_gpu")
 
 
 def steps_table_from_frame(specs: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """The steps table from ``spec_row`` facts and one long frame of parsed steps with a
+    """The steps table from ``spec_columns`` facts and one long frame of parsed steps with a
     ``run_id`` column (iteration, step_time_s, loss, tflops_per_gpu): runs in the runs
     table's order (``RUN_ORDER``), each run's steps in their given order; ``in_window``:
     window_first <= iteration <= window_last of the run."""

@@ -1,5 +1,4 @@
-"""The ``llmbench`` command. Each subcommand lives in ``llmbench.cli.commands.<name>`` and
-exposes ``register(subparsers)``, which adds its parser and sets ``func``."""
+"""Where a person types it: the ``llmbench`` command; one module per subcommand."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Shared file leaves, used wherever imported: atomic writes, regular files, job logs."""
+"""Wherever imported: shared file leaves (atomic writes, regular files, job logs)."""

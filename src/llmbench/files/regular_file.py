@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 from typing import BinaryIO
 
 _KINDS = {
@@ -56,11 +55,3 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
 def why_unreadable(err: OSError) -> str:
     """The reason an ``OSError`` of reading gives, without the path (callers name it)."""
     return err.strerror or str(err) or type(err).__name__
-
-
-def is_regular(path: Path) -> bool:
-    """True for a regular file that is not behind a symbolic link."""
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False

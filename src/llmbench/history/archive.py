@@ -60,7 +60,6 @@ LEFT_OUT = ("profile", "trace", "secret", "link", "special", "name")
 """Why a file is left out: an Nsight report or a trace dump (unless asked for), a
 secret, a symbolic link (never followed), not a regular file (a named pipe, a socket),
 a name that ``member_name_problem`` refuses."""
-REPORT_NAMES = ("report.html", "report.zip")
 ZSTD_LEVEL = 10
 _CHUNK = 1 << 20
 _SPOOL_BYTES = 64 << 20

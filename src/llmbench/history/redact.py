@@ -142,13 +142,6 @@ class Redactor:
         return redacted
 
 
-def redact_text(lines: list[str]) -> tuple[list[str], int]:
-    """Every line redacted (``Redactor``), and how many redactions."""
-    redactor = Redactor()
-    out = [redactor.line(line) for line in lines]
-    return out, redactor.count
-
-
 def shows_secret(text: str) -> bool:
     """True when ``text`` holds anything ``redact_line`` would redact, or the start of a
     PEM private key."""

@@ -40,7 +40,6 @@ RESAMPLES = 2000
 CONFIDENCE = 0.95
 TOLERANCE = 0.05
 MIN_ITERATIONS = 5
-VERDICTS = ("faster", "slower", "same", "insufficient data")
 
 
 @dataclass(frozen=True)

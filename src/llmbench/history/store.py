@@ -25,7 +25,6 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -378,13 +377,6 @@ def _put_new(history: History, path: str, data: bytes) -> bool:
     with history.fs.open_output_stream(path) as out:  # one PUT: atomic on object storage
         out.write(data)
     return True
-
-
-def sweeps_in(history: History, sweep_ids: Iterable[str]) -> pd.DataFrame:
-    """Index rows of the given sweep ids (in that order); unknown ids are left out."""
-    index = sweep_index(history).set_index("sweep_id", drop=False)
-    wanted = [s for s in sweep_ids if s in index.index]
-    return index.loc[wanted].reset_index(drop=True)
 
 
 def add_sweep_of_job(location: str, sweep_json: str | os.PathLike[str], added_json: str) -> str:

@@ -1,4 +1,4 @@
-"""Rendering launch scripts: readable files that are exactly what a run executes.
+"""Where a run is launched (train job; Slurm resources on the login node): launch files.
 
 "What to run" is a ``RunSpec``; "where/how ranks start" is the launcher. Profiling and
 tracing (later variants) are prefixes to the command, never a second copy of it. The

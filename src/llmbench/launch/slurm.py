@@ -24,8 +24,7 @@ from typing import Any
 import psutil
 
 from llmbench.spec.limits import RunLimits
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import RunSpec, parity_settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
 JOB_OVERHEAD_MIN = 5
@@ -70,7 +69,7 @@ def slurm_resources(
     ``--segment`` on NVL72 racks where the reference sets it.
     """
     mpi = spec.gpus_per_node > 1
-    sbatch = settings(spec.parity, "sbatch")
+    sbatch = parity_settings(spec.parity, "sbatch")
     extras = dict(extras)
     if sbatch.get("exclusive"):
         extras["exclusive"] = True

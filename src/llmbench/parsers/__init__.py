@@ -1,4 +1,4 @@
-"""Training-log parsers for NeMo 2, Megatron(-Bridge) and MaxText.
+"""Wherever a log is read (train job, llmbench parse): logs -> summaries and steps.
 
 Interface (kept stable for the workflow and the CLI):
 - ``parse_log(path, window=(35, 44), expected_steps=None, *, framework=None, nccl=False,

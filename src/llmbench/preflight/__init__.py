@@ -1,2 +1,1 @@
-"""Preflight: check and measure every node before a sweep trains on it, and keep the bad
-ones out of its train jobs (docs/preflight.md)."""
+"""In the preflight jobs: checks on each node, then the gate over their results."""

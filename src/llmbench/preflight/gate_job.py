@@ -10,14 +10,8 @@ from typing import Any
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.files.atomic_tables import write_parquet_atomic
 from llmbench.preflight.gate import gate, nodes_table
-from llmbench.report.html_tables import table_html
+from llmbench.report.preflight_nodes import nodes_page
 from llmbench.spec.preflight_settings import PreflightSettings
-
-NODE_HTML_COLUMNS = (
-    "node", "status", "reason", "warnings", "busbw_gbps", "threshold_gbps",
-    "expected_busbw_gbps", "expected_source", "alltoall_busbw_gbps", "alltoall_threshold_gbps",
-    "node_checks", "fabric", "ranks", "max_message_bytes", "checks", "measured_at",
-)  # fmt: skip
 
 
 def write_gate(
@@ -29,16 +23,7 @@ def write_gate(
     results: list[Mapping[str, Any]] = [json.loads(Path(p).read_text()) for p in result_paths]
     table = nodes_table(list(results), settings)
     write_parquet_atomic(table, output.nodes)
-    intro = (
-        f"{len(table)} nodes checked, {int((table['status'] == 'ok').sum())} passed; a node "
-        f"passes at {settings.min_fraction:.0%} of the expected all-reduce bus bandwidth "
-        f"and of the best node's alltoall bus bandwidth (GB/s at the largest message), "
-        "with no check that excludes it (Xid, ECC, IMEX, NVLink, pmix: docs/preflight.md); "
-        "warnings are listed and the node runs."
-    )
-    write_text_atomic(
-        table_html(table, NODE_HTML_COLUMNS, "Cluster: preflight", intro), output.nodes_html
-    )
+    write_text_atomic(nodes_page(table, settings.min_fraction), output.nodes_html)
     excluded = gate(table, settings.nodes_needed)
     write_json_atomic(Path(output.exclude), {"exclude": excluded, "nodes": list(table["node"])})
     return excluded

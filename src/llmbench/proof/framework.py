@@ -24,7 +24,7 @@ from llmbench.job.attempts import SUMMARY_FILE, attempt_outcome
 from llmbench.job.runner import RECORD_FILE, run_attempt
 from llmbench.job.train_outputs import write_train_outputs
 from llmbench.launch.entry import SPEC_FILE
-from llmbench.spec import embedded_workload as tiny
+from llmbench.spec import embedded_workload
 from llmbench.spec.flops import ModelShape
 from llmbench.spec.limits import RunLimits
 from llmbench.spec.runspec import ModelFields, Parallelism, RunSpec
@@ -37,7 +37,7 @@ FRAMEWORK_FILE = "framework.json"
 CHECK_FILE = "check.json"
 CHECK_TIMEOUT_S = 120
 SIZES: dict[str, tuple[ModelShape, int]] = {
-    "tiny": (tiny.SIZES["tiny"], tiny.MICRO_BATCH_SIZE),
+    "tiny": (embedded_workload.SIZES["tiny"], embedded_workload.MICRO_BATCH_SIZE),
     "small": (
         ModelShape(
             layers=8, hidden=1024, ffn_hidden=2816, heads=16, query_groups=8, vocab=32000,

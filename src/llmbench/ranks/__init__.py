@@ -1,1 +1,1 @@
-"""Inside the container on each rank: the standard library, the framework, spec, errors."""
+"""Inside the container on each rank: entry points, the embedded trainer, step clock."""

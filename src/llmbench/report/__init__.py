@@ -1,1 +1,1 @@
-"""In the aggregate and plot jobs: tables -> pages and figures for people."""
+"""Where tables become pages (aggregate, plot jobs, proof kit): HTML, figures."""

@@ -1,1 +1,1 @@
-"""What to run; pure, used everywhere: catalog, config, run specs, formulas, limits."""
+"""Everywhere, pure: what to run (catalog, config, run specs, formulas, limits)."""

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from llmbench.errors import ConfigError, LaunchError, one_line
-from llmbench.spec import embedded_workload as tiny
+from llmbench.spec import embedded_workload
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.catalog.load import parse_package_yaml
 from llmbench.spec.catalog.parity import built_vocab, reference_image, resolve_parity
@@ -372,7 +372,7 @@ def _resolve(
     variant: str,
     where: str,
 ) -> RunSpec:
-    if sweep["workload"] == tiny.WORKLOAD:
+    if sweep["workload"] == embedded_workload.WORKLOAD:
         return _resolve_tiny(config, sweep, size, dtype, gpus, variant, where)
     return _resolve_catalog(config, sweep, size, dtype, gpus, variant, where)
 
@@ -394,13 +394,13 @@ def _resolve_tiny(
     variant: str,
     where: str,
 ) -> RunSpec:
-    _check_choice(where, "sizes", size, tuple(tiny.SIZES))
-    _check_choice(where, "dtypes", dtype, tiny.DTYPES)
-    _check_choice(where, "gpu_type", sweep["gpu_type"], tiny.GPU_TYPES)
+    _check_choice(where, "sizes", size, tuple(embedded_workload.SIZES))
+    _check_choice(where, "dtypes", dtype, embedded_workload.DTYPES)
+    _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_workload.GPU_TYPES)
     _check_choice(where, "variants", variant, ("perf",))
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
-    shape = tiny.SIZES[size]
-    ga = tiny.GRAD_ACCUMULATION
+    shape = embedded_workload.SIZES[size]
+    ga = embedded_workload.GRAD_ACCUMULATION
     per_node = min(config["ranks_per_node"] or gpus, gpus)
     if gpus % per_node:
         raise ConfigError(
@@ -408,8 +408,8 @@ def _resolve_tiny(
             f"ranks_per_node={per_node}; allowed: multiples of {per_node}"
         )
     return RunSpec(
-        workload=tiny.WORKLOAD,
-        framework=tiny.FRAMEWORK,
+        workload=embedded_workload.WORKLOAD,
+        framework=embedded_workload.FRAMEWORK,
         size=size,
         dtype=dtype,
         gpu_type=sweep["gpu_type"],
@@ -421,15 +421,15 @@ def _resolve_tiny(
         steps=config["steps"],
         window=tuple(config["window"]),
         seq_len=shape.seq_len,
-        micro_batch_size=tiny.MICRO_BATCH_SIZE,
-        global_batch_size=tiny.global_batch_size(gpus),
+        micro_batch_size=embedded_workload.MICRO_BATCH_SIZE,
+        global_batch_size=embedded_workload.global_batch_size(gpus),
         parallelism=Parallelism(tp=1, pp=1, cp=1, dp=gpus, ga=ga),
         model=ModelFields(flops_formula="llama", **shape.__dict__),
         launcher=config["launcher"],
         platform=dict(config.get(config["launcher"]) or {}),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
-        limits=_limits(config, sweep, tiny.FRAMEWORK, size, variant),
+        limits=_limits(config, sweep, embedded_workload.FRAMEWORK, size, variant),
     )
 
 

@@ -24,8 +24,6 @@ FRAMEWORK_STARTUP_S = 1800
 FRAMEWORK_STALL_S = 600
 CHECKPOINT_STALL_S = 1800
 CHECKPOINT_VARIANTS = ("ckpt-save", "ckpt-load")
-MAX_LIMIT_S = 7 * 24 * 3600
-"""Upper bound of every limit a config may set (one week)."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from llmbench.errors import ConfigError
-from llmbench.spec import embedded_workload as tiny
+from llmbench.spec import embedded_workload
 from llmbench.spec.runspec import RunSpec
 
 NODE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -36,7 +36,11 @@ class PreflightSettings:
     @property
     def fabric(self) -> bool:
         """A multi-node all-reduce across the largest allocation runs (GPU clusters)."""
-        return self.enabled and self.gpu_type not in tiny.GPU_TYPES and self.nodes_needed > 1
+        return (
+            self.enabled
+            and self.gpu_type not in embedded_workload.GPU_TYPES
+            and self.nodes_needed > 1
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "nodes": list(self.nodes)}
@@ -70,7 +74,7 @@ def resolve_preflight(
     block = _block(raw)
     specs = list(specs)
     largest = max(specs, key=lambda s: (s.nodes, s.gpus_per_node))
-    gpu = any(s.gpu_type not in tiny.GPU_TYPES for s in specs)
+    gpu = any(s.gpu_type not in embedded_workload.GPU_TYPES for s in specs)
     enabled = block.get("enabled")
     enabled = gpu if enabled is None else bool(enabled)
     nodes = block.get("nodes")

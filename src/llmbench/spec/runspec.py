@@ -9,9 +9,6 @@ from typing import Any, TypedDict
 
 from llmbench.spec.limits import RunLimits, default_limits
 
-KEY_FIELDS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
-"""The axes that identify a run; the run id is built from them."""
-
 _NAME = r"[a-z0-9][a-z0-9.-]*"
 RUN_ID_PATTERN = (
     rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?"
@@ -148,7 +145,7 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data; nested mappings are copies. Field by field, not
         ``dataclasses.asdict`` (a recursive deep copy): a 10,000-run sweep's DAG asks for
-        every run's, and that copy was a tenth of its dry run."""
+        every run's (benchmarks/dry_run.py)."""
         data = dict(self.__dict__)
         data["window"] = list(self.window)
         for name in ("parallelism", "model"):

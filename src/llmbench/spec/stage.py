@@ -13,7 +13,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from llmbench.errors import LaunchError
-from llmbench.files.disk_space import free_bytes as free_bytes  # the stage's free space
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.images import sqsh_name
 from llmbench.spec.runspec import RunSpec

@@ -1,2 +1,1 @@
-"""Telemetry of a run: samples of power, energy, clocks and utilisation beside its ranks,
-aligned to the step window (docs/telemetry.md)."""
+"""In the train job, beside its ranks on each node: the samplers and what they left."""

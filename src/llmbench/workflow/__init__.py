@@ -1,1 +1,1 @@
-"""On the login node, inside Snakemake: the values rules need (all that the .smk import)."""
+"""On the login node, inside Snakemake: the values the workflow's rules need."""

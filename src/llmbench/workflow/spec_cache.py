@@ -11,7 +11,7 @@ in, the environment variables the check consults, llmbench itself (its version a
 size and modification time of every file of the package, so an edited checkout counts
 as another version) and, only when the check counted them (``cores_checked``: a sweep
 with local CPU ranks), this machine's cores: a job on a node with other cores then checks
-again, as it did before there was a cache. A file that is missing, unreadable, written
+again. A file that is missing, unreadable, written
 for another key or not what this module writes is no cache: the caller checks again.
 
 File: one line with the key, then one line of JSON ``{"config": ..., "specs": [...]}``
@@ -137,7 +137,7 @@ def write_specs(
         return False
     # What the jobs read back is RunSpec.from_dict of what JSON gives back, so the cache
     # holds when JSON gives back these dictionaries (to_dict and from_dict are inverse:
-    # tests/test_spec_cache.py). Compared as dictionaries: building every spec again
+    # tests/workflow/test_spec_cache.py). Compared as dictionaries: building every spec again
     # here took a third of a 10,000-run sweep's parse.
     if json.loads(text) != payload:
         return False

@@ -110,15 +110,6 @@ def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, 
     return env
 
 
-def find_file(name: str, basedir: str | Path) -> str | None:
-    """``name`` relative to the working directory, else to the workflow's folder (its
-    ``envs/``); None when neither exists."""
-    for path in (Path(name), Path(basedir) / name):
-        if path.is_file():
-            return str(path)
-    return None
-
-
 def label_values(specs: Iterable[RunSpec]) -> dict[str, str]:
     """The report's labels of a set of runs: workloads, sizes, dtypes, GPU types, scales."""
     specs = list(specs)

@@ -1,1 +1,1 @@
-"""Subcommands of the ``llmbench`` CLI, one module each (see ``llmbench.cli``)."""
+"""Where a person types it: the subcommands, each a module with ``register``."""

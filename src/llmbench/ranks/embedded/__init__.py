@@ -1,1 +1,1 @@
-"""The embedded workload: a tiny Llama trained for real with PyTorch on the CPU."""
+"""On each rank of the embedded workload: a tiny Llama trained for real with PyTorch."""

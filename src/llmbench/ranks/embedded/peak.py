@@ -8,10 +8,7 @@ bf16 kernels, and the model's layers use ``linear``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -80,18 +77,3 @@ def measure_peak(
         "host": platform.node(),
         "torch_version": torch.__version__,
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--output", required=True)
-    args = parser.parse_args(argv)
-    result = measure_peak(args.threads)
-    with open(args.output, "w") as fh:
-        json.dump(result, fh, indent=2, sort_keys=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

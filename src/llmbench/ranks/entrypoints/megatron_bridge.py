@@ -14,7 +14,7 @@ from typing import Any
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints import common
 from llmbench.ranks.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import parity_settings
 
 RECIPES = {
     ("llama3.1-mbridge", "8b"): "llama3_8b",
@@ -31,7 +31,7 @@ SPECIAL = {"recipe_module", "mixed_precision", "comm_overlap.tp_comm_overlap_cfg
 def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     """``megatron.bridge.recipes.llama.<module>.pretrain_config`` and its arguments."""
     spec = options.spec
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     module = recipe.get("recipe_module", pick(RECIPES, spec, "megatron-bridge"))
     return module, {"mock": True}
 
@@ -47,7 +47,7 @@ def precision(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     recipe's defaults (first/last layers in BF16, gradient reduction in FP32) over ours.
     """
     spec = options.spec
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     name = recipe.get("mixed_precision", FP8_RECIPE) if spec.dtype == "fp8" else "bf16_mixed"
     prefix = "mixed_precision."
     return name, {k[len(prefix) :]: v for k, v in recipe.items() if k.startswith(prefix)}
@@ -85,9 +85,9 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["model.cpu_offloading"] = True
         out["model.cpu_offloading_num_layers"] = p["offload_layers"]
     # The reference's settings for the document (they win over the row's columns).
-    recipe = settings(spec.parity, "recipe")
+    recipe = parity_settings(spec.parity, "recipe")
     out.update({k: v for k, v in recipe.items() if k not in SPECIAL and not k.startswith("mixed_")})
-    out.update(settings(spec.parity, "logging"))
+    out.update(parity_settings(spec.parity, "logging"))
     if options.profile_steps:
         out["profiling.use_nsys_profiler"] = True
         out["profiling.profile_step_start"], out["profiling.profile_step_end"] = (
@@ -109,7 +109,7 @@ def resolved(options: EntryOptions) -> dict[str, Any]:
         "recipe": f"megatron.bridge.recipes.llama.{module}.pretrain_config",
         "recipe_kwargs": kwargs,
         "mixed_precision": {"function": name, "fields": fields},
-        "tp_comm_overlap_cfg": settings(options.spec.parity, "recipe").get(
+        "tp_comm_overlap_cfg": parity_settings(options.spec.parity, "recipe").get(
             "comm_overlap.tp_comm_overlap_cfg"
         ),
         "overrides": overrides(options),
@@ -136,7 +136,9 @@ def build_config(options: EntryOptions) -> Any:  # pragma: no cover - needs the 
     for name, value in precision_fields.items():
         common.set_path(mixed, name, value)
     config = module.pretrain_config(precision_config=mixed, **kwargs)
-    cfg_name = settings(options.spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
+    cfg_name = parity_settings(options.spec.parity, "recipe").get(
+        "comm_overlap.tp_comm_overlap_cfg"
+    )
     if cfg_name:
         from megatron.bridge.training import comm_overlap  # the userbuffers configs live here
 

@@ -24,7 +24,7 @@ from llmbench.ranks.entrypoints.common import (
     pick,
 )
 from llmbench.ranks.step_clock import TELEMETRY_ENV
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import parity_settings
 
 RECIPES = {
     ("llama3.1-nemo", "8b"): "llama31_8b",
@@ -81,7 +81,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     p = spec.parallelism
     strategy = "trainer.strategy."
     fallback = pick(RECIPES, spec, "nemo2")  # also rejects a size the catalog lacks
-    recipe_settings = settings(spec.parity, "recipe")
+    recipe_settings = parity_settings(spec.parity, "recipe")
     overrides: dict[str, Any] = {
         "trainer.max_steps": options.max_steps,
         "trainer.limit_val_batches": 0.0,  # timing runs: no validation passes
@@ -104,7 +104,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     if "data.num_train_samples" in recipe_settings:
         rule = recipe_settings["data.num_train_samples"]
         overrides["data.num_train_samples"] = _num_train_samples(rule, options.max_steps, spec)
-    logging = settings(spec.parity, "logging")
+    logging = parity_settings(spec.parity, "logging")
     if options.save_checkpoint:
         logging.pop("log.ckpt", None)  # the checkpoint variant keeps the checkpoint callback
     overrides.update(logging)
@@ -130,7 +130,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     }
     if "performance_mode" in recipe_settings:
         kwargs["performance_mode"] = bool(recipe_settings["performance_mode"])
-    null_tokenizer = settings(spec.parity, "tokenizer").get("null_tokenizer")
+    null_tokenizer = parity_settings(spec.parity, "tokenizer").get("null_tokenizer")
     return NemoPlan(
         recipe=recipe_settings.get("recipe_module", fallback),
         recipe_kwargs=kwargs,

@@ -1,4 +1,4 @@
-"""The spec's workloads and configurations as validated data: the bottom layer.
+"""Everywhere, pure: the spec's workloads and configurations as checked data.
 
 - ``records``: the typed, frozen records (documents, workloads, GPU types, models, rows)
 - ``formulas``: scale ranges and ``GPUs`` formulas as the documents write them

@@ -18,8 +18,7 @@ from typing import Any
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog.load import parse_package_yaml
-from llmbench.spec.runspec import meets_requirement
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.spec.runspec import meets_requirement, parity_settings
 
 KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging")
 _WHEN_KEYS = (
@@ -285,7 +284,7 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     (nemo/lightning/base.py ``get_vocab_size``). Elsewhere the model config's own size,
     padded the same way where the data says the model pads it (Megatron-Bridge).
     """
-    tok = settings(parity, "tokenizer")
+    tok = parity_settings(parity, "tokenizer")
     spec = tok.get("null_tokenizer") or tok.get("model_vocab")
     if spec is None:
         return None

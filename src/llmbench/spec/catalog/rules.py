@@ -210,11 +210,6 @@ RULES: tuple[Rule, ...] = (
 """Checked in this order; the first failure is the one reported."""
 
 
-def violations(row: RecipeRow) -> list[str]:
-    """Every rule the row breaks, one message each (empty when valid)."""
-    return [msg for rule in RULES if (msg := rule(row)) is not None]
-
-
 def validate_row(row: RecipeRow) -> RecipeRow:
     """Return ``row`` if it satisfies every rule; else raise ConfigError with the first."""
     for rule in RULES:

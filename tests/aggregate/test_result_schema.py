@@ -1,0 +1,85 @@
+"""The result file's and the run record's JSON Schemas (``schemas/``, docs/results.md): each
+version pinned to the schema's bytes, so that a change without a new version fails here;
+what llmbench writes carries the version; the checks of tests/result_files.py find a bad
+file and do not pass on a folder where the workflow left nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from llmbench.aggregate.result_file import SCHEMAS, schema, schema_version, validate
+from llmbench.errors import ConfigError
+from llmbench.job.attempts import salvage_record
+from llmbench.job.runner import RECORD_SCHEMA_VERSION
+from tests.helpers import REPO
+from tests.launch.cases import embedded_spec
+from tests.result_files import check_files, check_session_files, produced
+
+PINNED = {
+    "result": ("1.0.0", "f5baca2fdaa8cb5d7589b2725a792c50f77a25c8a72530345de885a5ed3baf99"),
+    "run": ("1.0.0", "fda8e239ac9a12ab58043149c78314fc771ca06dce484ef3814219e1fc71ff18"),
+}
+"""Schema -> (x-version, sha256 of its file). A schema change gets a new x-version (and
+the documents' schema_version const, and llmbench's writers) and its hash here."""
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_a_schema_change_bumps_its_version(name: str) -> None:
+    path = REPO / "src/llmbench/spec/schemas" / SCHEMAS[name]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    version, pinned = PINNED[name]
+    assert schema_version(name) == version, f"{name}: pin the new version {schema_version(name)}"
+    assert digest == pinned, (
+        f"{path.name} changed: give it a new x-version and schema_version const, then pin "
+        f"({schema_version(name)!r}, {digest!r}) here"
+    )
+    assert schema(name)["properties"]["schema_version"]["const"] == version
+    jsonschema.Draft202012Validator.check_schema(schema(name))
+    link = REPO / "schemas" / SCHEMAS[name]  # the top-level folder shows the package's file
+    assert link.is_symlink() and link.resolve() == path.resolve()
+
+
+def test_llmbench_writes_the_record_schema_version(tmp_path: Path) -> None:
+    assert schema_version("run") == RECORD_SCHEMA_VERSION
+    spec = embedded_spec("local")
+    (tmp_path / "attempt-1").mkdir()
+    record = salvage_record(tmp_path, spec.to_dict(), "TIMEOUT", "time_limit")
+    assert record is not None and record["schema_version"] == RECORD_SCHEMA_VERSION
+    validate(record, "run")  # a salvaged (killed) attempt's record fits too
+
+
+def test_a_bad_file_is_named_with_its_field() -> None:
+    # outside the session's temporary folders, which the session-end check reads
+    with tempfile.TemporaryDirectory() as folder:
+        _check_a_bad_file(Path(folder))
+
+
+def _check_a_bad_file(tmp_path: Path) -> None:
+    record = tmp_path / "results/runs/r/run.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"schema_version": "1.0.0", "run_id": "r", "attempt": 0}))
+    made_up = tmp_path / "results/runs/q/run.json"  # a test's own input: not llmbench's
+    made_up.parent.mkdir(parents=True)
+    made_up.write_text(json.dumps({"run_id": "q"}))
+    results, records = produced(tmp_path)
+    problems, checked = check_files(results, records)
+    assert checked == 1 and len(problems) == 1
+    assert str(record) in problems[0] and "required property" in problems[0]
+    with pytest.raises(ConfigError, match="attempt: 0 is less than the minimum of 1"):
+        validate({**json.loads(record.read_text()), "attempt_dir": "attempt-1", "log": "l",
+                  "launch_script": "s", "started_at": "t", "finished_at": "t", "exit_code": 0,
+                  "spec": {"workload": "w", "framework": "f", "gpu_type": "cpu", "gpus": 1,
+                           "nodes": 1, "window": [0, 1]}, "provenance": {}}, "run")  # fmt: skip
+
+
+def test_a_sweep_that_left_nothing_fails_the_check(tmp_path: Path) -> None:
+    assert check_session_files(tmp_path, []) == []
+    assert check_session_files(tmp_path, [tmp_path]) == [
+        f"{tmp_path}: the shared sweep left no result.json or run record"
+    ]
