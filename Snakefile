@@ -3,16 +3,10 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# Not `configfile:`: workflow/rules/common.smk reads it through llmbench's validator.
-CONFIG_FILE = "config.yaml"
-
-
 report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/common_history.smk"
-include: "workflow/rules/common_cluster.smk"
 include: "workflow/rules/setup.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/preflight.smk"
@@ -26,7 +20,4 @@ include: "workflow/rules/history.smk"
 rule all:
     default_target: True
     input:
-        get_final_outputs(),
-        get_history_outputs(),
-        get_preflight_outputs(),
-        get_telemetry_outputs(),
+        SWEEP.all_outputs(),

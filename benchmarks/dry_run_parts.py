@@ -81,7 +81,7 @@ def _drop(name: str) -> Callable[[Blocks], None]:
 def _one_input(blocks: Blocks) -> None:
     # What a redesign could merge the image, venv and gate into: one file per run to wait
     # for (here the gate's, which every run of the sweep waits for already).
-    blocks["input"] = ["    input:\n", "        PREFLIGHT_EXCLUDE,\n"]
+    blocks["input"] = ["    input:\n", "        SWEEP.preflight_exclude,\n"]
 
 
 def _shell(blocks: Blocks) -> None:

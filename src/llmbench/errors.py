@@ -1,6 +1,8 @@
 """One error tree. Messages name the file/line or config key, the bad value and what is allowed."""
 
 import re
+import sys
+from typing import NoReturn
 
 
 class LlmbenchError(Exception):
@@ -37,3 +39,9 @@ def one_line(message: str) -> str:
     if len(flat) > LONG_MESSAGE_CHARS:
         flat = f"{flat[: LONG_MESSAGE_CHARS // 2]}...[{len(flat)} chars]"
     return flat
+
+
+def exit_with_error(message: object) -> NoReturn:
+    """End the process with one line, ``llmbench: error: <message>``, and no traceback:
+    how the workflow and its jobs stop on a bad value (the CLI prints the same line)."""
+    sys.exit(f"llmbench: error: {one_line(str(message))}")

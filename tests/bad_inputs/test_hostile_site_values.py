@@ -28,7 +28,7 @@ import yaml
 from llmbench.errors import ConfigError
 from llmbench.job.runner import run_attempt
 from llmbench.launch.kubernetes import KubernetesSite, node_command, render_manifest_yaml
-from llmbench.launch.platforms import check_platforms
+from llmbench.launch.launchers import check_platforms
 from llmbench.spec.config import check_config, config_schema
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.wiring import launch_env

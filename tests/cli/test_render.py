@@ -15,7 +15,7 @@ from llmbench.cli import main as cli_main
 from llmbench.cli.commands.render import ENTRY_CONFIG_FILE, render_run
 from llmbench.job.runner import run_attempt
 from llmbench.launch.entry import ENTRY_MODULES
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.config import check_experiment
 from tests.helpers import REPO, tiny_config

@@ -17,7 +17,7 @@ import yaml
 
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from llmbench.spec.catalog.parity import resolve_parity
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.runspec import RunSpec

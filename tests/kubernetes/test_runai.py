@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from llmbench.errors import ConfigError
-from llmbench.launch.platforms import check_platforms
+from llmbench.launch.launchers import check_platforms, render_launch_script
 from llmbench.launch.runai import RunaiClient, RunaiSite, render_payload_json, submit_and_wait
-from llmbench.launch.script import render_launch_script
 from llmbench.parsers import parse_log
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.runspec import RunSpec

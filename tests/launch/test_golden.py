@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from tests.launch.cases import golden_cases
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
 from llmbench.proof.environment import unmet_requirements

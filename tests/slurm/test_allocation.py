@@ -61,7 +61,7 @@ def _resource_names() -> list[str]:
 def test_the_training_rule_asks_every_allocation_resource() -> None:
     rule = (REPO / "workflow/rules/train.smk").read_text()
     for name in _resource_names():
-        assert f'{name}=get_train_resources("{name}")' in rule, name
+        assert f'{name}=SWEEP.train_resource("{name}")' in rule, name
 
 
 @pytest.mark.parametrize("scale", [8, 16])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from tests.launch.cases import embedded_spec
 
 pytestmark = pytest.mark.slurm

@@ -13,7 +13,7 @@ import pytest
 
 from llmbench.aggregate.runs_and_steps import model_flops
 from llmbench.errors import LaunchError
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from llmbench.launch.slurm import slurm_extra, slurm_resources
 from llmbench.ranks.entrypoints import maxtext, megatron_bridge, nemo2
 from llmbench.ranks.entrypoints.common import EntryOptions, decide_requirements

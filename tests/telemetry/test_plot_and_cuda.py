@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from llmbench.launch.script import render_launch_script
+from llmbench.launch.launchers import render_launch_script
 from llmbench.report.cuda_summary import datasheet_peak
 from llmbench.report.telemetry_plot import plot_group_telemetry
 from llmbench.spec.config import validate_and_expand

@@ -45,7 +45,7 @@ def test_each_variant_takes_out_what_it_names_and_nothing_else() -> None:
     merged = variant("1 output, 1 input, 1 param, the Slurm resources (merged as far as possible)")
     assert set(merged) == set(whole)
     assert entries(merged["output"]) == {"record"} and entries(merged["params"]) == {"run"}
-    assert [line.strip() for line in merged["input"][1:]] == ["PREFLIGHT_EXCLUDE,"]
+    assert [line.strip() for line in merged["input"][1:]] == ["SWEEP.preflight_exclude,"]
     slurm = entries(whole["resources"]) - {"bench", "llmbench_try"}
     assert entries(merged["resources"]) == slurm and "gres" in slurm
     assert merged["script"] == whole["script"]

@@ -1,15 +1,11 @@
-"""What the workflow asks per run (``llmbench.workflow.wiring``): constants folded, callables with a
-stored signature, per-run Slurm resources, labels and files."""
+"""What the workflow asks per run (``llmbench.workflow.wiring``): constants folded, per-run
+Slurm resources, labels and files."""
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from pathlib import Path
 from types import SimpleNamespace
-
-from snakemake.common import get_function_params, get_input_function_aux_params
-from snakemake.resources import Resource
 
 from llmbench.spec.config import run_specs, validate_and_expand, validate_config
 from llmbench.workflow.wiring import (
@@ -18,9 +14,7 @@ from llmbench.workflow.wiring import (
     missing_embedded_packages,
     per_run,
     run_groups,
-    store_resource_evaluate_params,
     train_resources,
-    with_signature,
 )
 from tests.helpers import tiny_config
 
@@ -54,37 +48,6 @@ def test_a_shared_value_is_a_constant_and_a_varying_one_a_callable() -> None:
     # a process without every run's table (inside a job) always gets the callable
     in_job = per_run({}, lambda run, attempt: f"{run}:{attempt}")
     assert in_job(SimpleNamespace(run="a"), 1) == "a:1"
-
-
-def test_callables_carry_their_parameters_for_snakemake() -> None:
-    def get_thing(wildcards, attempt):
-        return attempt
-
-    stored = get_function_params(with_signature(get_thing))
-    assert stored is get_function_params(get_thing)  # stored once, not parsed per call
-    assert list(stored) == ["wildcards", "attempt"]
-    value = per_run({"a": 1, "b": 2}, lambda run, attempt: 0)
-    assert get_function_params(value) is get_function_params(value)
-    assert list(get_function_params(value)) == ["wildcards", "attempt"]
-    # what Snakemake asks of an input function's parameters (their kinds) still works
-    aux = get_input_function_aux_params(value, {"attempt": 1, "other": 2})
-    assert dict(aux) == {"attempt": 1}
-
-
-def test_snakemakes_resource_evaluation_reads_stored_parameters() -> None:
-    def nodes(wildcards, attempt):
-        return {"a": 1, "b": 2}[wildcards.run] * attempt
-
-    resource = Resource("nodes", nodes)
-    parsed = inspect.signature(resource.evaluate).parameters
-    store_resource_evaluate_params()
-    stored = get_function_params(resource.evaluate)
-    assert stored == parsed  # the method's own parameters: *args, **kwargs
-    assert get_function_params(Resource("other", 3).evaluate) is stored  # not re-parsed
-    # Snakemake hands every candidate to the method, which keeps what the function takes
-    aux = get_input_function_aux_params(resource.evaluate, {"attempt": 2, "input": []})
-    assert dict(aux) == {"attempt": 2, "input": []}
-    assert resource.evaluate(SimpleNamespace(run="b"), **aux).value == 4
 
 
 def test_train_resources_per_run(tmp_path) -> None:

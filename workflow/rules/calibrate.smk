@@ -9,6 +9,6 @@ rule calibrate_cpu_peak:
     resources:
         bench=1,
     params:
-        threads=CONFIG["threads_per_rank"],
+        threads=SWEEP.config["threads_per_rank"],
     script:
         "../scripts/calibrate_cpu_peak.py"

@@ -11,21 +11,21 @@ rule history_add:
     conda:
         "../../envs/llmbench.yaml"
     params:
-        history=HISTORY["path"],
+        history=SWEEP.history["path"],
     script:
         "../scripts/history_add.py"
 
 
 rule history_trends:
     input:
-        unpack(get_history_trend_inputs),
+        unpack(SWEEP.history_trend_inputs),
     output:
         plots=report(
             directory("results/history/trends"),
             patterns=["{name}.svg"],
             caption="../report/history.rst",
             category="History",
-            labels=get_trend_labels,
+            labels=SWEEP.trend_labels,
         ),
     log:
         "results/logs/history_trends.log",
@@ -33,8 +33,8 @@ rule history_trends:
     conda:
         "../../envs/llmbench.yaml"
     params:
-        history=HISTORY["path"],
-        days=HISTORY["trend_days"],
-        tolerance=get_reference_tolerance(),
+        history=SWEEP.history["path"],
+        days=SWEEP.history["trend_days"],
+        tolerance=SWEEP.reference_tolerance,
     script:
         "../scripts/history_trends.py"

@@ -9,13 +9,13 @@ rule plot_scaling:
             caption="../report/plots.rst",
             category="Scaling",
             subcategory="{group}",
-            labels=get_plot_labels,
+            labels=SWEEP.plot_labels,
         ),
     log:
         "results/logs/plot_scaling/{group}.log",
     conda:
         "../../envs/llmbench.yaml"
     params:
-        runs=get_group_runs,
+        runs=SWEEP.group_runs,
     script:
         "../scripts/plot_scaling.py"

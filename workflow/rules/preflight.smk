@@ -1,34 +1,34 @@
 rule preflight_node:
     input:
-        unpack(get_preflight_image_input),
+        unpack(SWEEP.preflight_image_input),
     output:
         result="results/preflight/nodes/{node}.json",
     log:
         "results/logs/preflight/{node}.log",
     wildcard_constraints:
-        node="|".join(map(re.escape, PREFLIGHT.nodes)) or "(?!)",
+        node=SWEEP.preflight_node_constraint(),
     conda:
         "../../envs/llmbench.yaml"
-    threads: PREFLIGHT.ranks if PREFLIGHT.gpu_type == "cpu" else 1
+    threads: SWEEP.preflight_node_threads()
     resources:
-        nodes=get_preflight_node_resources("nodes"),
-        tasks=get_preflight_node_resources("tasks"),
-        cpus_per_task=get_preflight_node_resources("cpus_per_task"),
-        gres=get_preflight_node_resources("gres"),
-        runtime=get_preflight_node_resources("runtime"),
-        slurm_extra=get_preflight_node_resources("slurm_extra"),
+        nodes=SWEEP.preflight_node_resource("nodes"),
+        tasks=SWEEP.preflight_node_resource("tasks"),
+        cpus_per_task=SWEEP.preflight_node_resource("cpus_per_task"),
+        gres=SWEEP.preflight_node_resource("gres"),
+        runtime=SWEEP.preflight_node_resource("runtime"),
+        slurm_extra=SWEEP.preflight_node_resource("slurm_extra"),
     params:
-        settings=PREFLIGHT.to_dict(),
-        image=get_preflight_image(),
+        settings=SWEEP.preflight.to_dict(),
+        image=SWEEP.preflight_image(),
     script:
         "../scripts/preflight_node.py"
 
 
 checkpoint preflight_gate:
     input:
-        results=expand("results/preflight/nodes/{node}.json", node=PREFLIGHT.nodes),
+        results=SWEEP.preflight_node_results(),
     output:
-        exclude=PREFLIGHT_EXCLUDE,
+        exclude=SWEEP.preflight_exclude,
         nodes="results/tables/nodes.parquet",
         nodes_html=report(
             "results/tables/nodes.html",
@@ -41,30 +41,26 @@ checkpoint preflight_gate:
     conda:
         "../../envs/llmbench.yaml"
     params:
-        settings=PREFLIGHT.to_dict(),
+        settings=SWEEP.preflight.to_dict(),
     script:
         "../scripts/preflight_gate.py"
 
 
 rule preflight_fabric:
     input:
-        unpack(get_preflight_image_input),
-        exclude=PREFLIGHT_EXCLUDE,
+        unpack(SWEEP.preflight_image_input),
+        exclude=SWEEP.preflight_exclude,
     output:
-        result=PREFLIGHT_FABRIC,
+        result=SWEEP.preflight_fabric,
     log:
         "results/logs/preflight/fabric.log",
     conda:
         "../../envs/llmbench.yaml"
     resources:
-        nodes=PREFLIGHT.nodes_needed,
-        tasks_per_node=PREFLIGHT.ranks,
-        mpi="srun",
-        gres=f"gpu:{PREFLIGHT.ranks}",
-        runtime=30,
-        slurm_extra=get_fabric_extra,
+        **SWEEP.fabric_resources(),
+        slurm_extra=SWEEP.fabric_extra,
     params:
-        settings=PREFLIGHT.to_dict(),
-        image=get_preflight_image(),
+        settings=SWEEP.preflight.to_dict(),
+        image=SWEEP.preflight_image(),
     script:
         "../scripts/preflight_fabric.py"

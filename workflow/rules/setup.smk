@@ -1,34 +1,34 @@
 rule import_image:
     output:
-        sqsh=f"{STAGE}/{IMAGES_DIR}/{{sqsh}}",
+        sqsh=SWEEP.image_output,
     log:
         "results/logs/import_image/{sqsh}.log",
     wildcard_constraints:
-        sqsh=get_sqsh_constraint(),
-    localrule: SETUP_LOCAL
+        sqsh=SWEEP.sqsh_constraint(),
+    localrule: SWEEP.setup_local
     conda:
         "../../envs/llmbench.yaml"
     resources:
-        **get_setup_resources(),
+        **SWEEP.setup_resources(),
     params:
-        image=get_import_param("image"),
-        arch=get_import_param("arch"),
-        registry=CONFIG["registry"],
+        image=SWEEP.image_param("image"),
+        arch=SWEEP.image_param("arch"),
+        registry=SWEEP.config["registry"],
     script:
         "../scripts/import_image.py"
 
 
 rule training_venv:
     input:
-        requirements=VENV_REQUIREMENTS or [],
+        requirements=SWEEP.venv_requirements or [],
     output:
-        marker=venv_marker_path(STAGE),
+        marker=SWEEP.venv_marker,
     log:
         "results/logs/training_venv.log",
-    localrule: SETUP_LOCAL
+    localrule: SWEEP.setup_local
     conda:
         "../../envs/llmbench.yaml"
     resources:
-        **get_setup_resources(),
+        **SWEEP.setup_resources(),
     script:
         "../scripts/training_venv.py"

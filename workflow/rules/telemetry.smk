@@ -12,7 +12,7 @@ rule telemetry_table:
     conda:
         "../../envs/llmbench.yaml"
     params:
-        run_dirs=get_run_dirs,
+        run_dirs=SWEEP.run_dirs,
     script:
         "../scripts/telemetry_table.py"
 
@@ -27,13 +27,13 @@ rule plot_telemetry:
             caption="../report/telemetry.rst",
             category="Telemetry",
             subcategory="{group}",
-            labels=get_telemetry_plot_labels,
+            labels=SWEEP.telemetry_plot_labels,
         ),
     log:
         "results/logs/plot_telemetry/{group}.log",
     conda:
         "../../envs/llmbench.yaml"
     params:
-        runs=get_group_runs,
+        runs=SWEEP.group_runs,
     script:
         "../scripts/plot_telemetry.py"

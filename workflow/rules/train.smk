@@ -1,7 +1,7 @@
 rule train:
     input:
-        unpack(get_setup_inputs),
-        **get_preflight_inputs(),
+        unpack(SWEEP.setup_inputs),
+        **SWEEP.preflight_inputs(),
     output:
         record="results/runs/{run}/run.json",
         # The log is parsed where it was written, in the same job: one job per run keeps
@@ -14,25 +14,25 @@ rule train:
     log:
         "results/logs/train/{run}.log",
     # one more than the infra retries: the last try records a killed attempt as a result
-    retries: CONFIG["failures"]["infra_retries"] + 1
+    retries: SWEEP.infra_retries + 1
     conda:
         "../../envs/llmbench.yaml"
-    threads: get_train_threads()
+    threads: SWEEP.train_threads()
     resources:
-        bench=get_train_bench(),
-        nodes=get_train_resources("nodes"),
-        tasks_per_node=get_train_resources("tasks_per_node"),
-        cpus_per_task=get_train_resources("cpus_per_task"),
-        mem_mb=get_train_resources("mem_mb"),
-        mem_mb_per_cpu=get_train_resources("mem_mb_per_cpu"),
-        tasks=get_train_resources("tasks"),
-        mpi=get_train_resources("mpi"),
-        gres=get_train_resources("gres"),
-        runtime=get_train_resources("runtime"),
-        slurm_extra=get_train_resources("slurm_extra"),
-        llmbench_try=get_try_number,
+        bench=SWEEP.train_bench(),
+        nodes=SWEEP.train_resource("nodes"),
+        tasks_per_node=SWEEP.train_resource("tasks_per_node"),
+        cpus_per_task=SWEEP.train_resource("cpus_per_task"),
+        mem_mb=SWEEP.train_resource("mem_mb"),
+        mem_mb_per_cpu=SWEEP.train_resource("mem_mb_per_cpu"),
+        tasks=SWEEP.train_resource("tasks"),
+        mpi=SWEEP.train_resource("mpi"),
+        gres=SWEEP.train_resource("gres"),
+        runtime=SWEEP.train_resource("runtime"),
+        slurm_extra=SWEEP.train_resource("slurm_extra"),
+        llmbench_try=SWEEP.try_number,
     params:
-        run=get_train_params,
-        infra_retries=CONFIG["failures"]["infra_retries"],
+        run=SWEEP.train_params,
+        infra_retries=SWEEP.infra_retries,
     script:
         "../scripts/train.py"

@@ -1,6 +1,6 @@
-import sys
 from pathlib import Path
 
+from llmbench.errors import exit_with_error
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.job_log import job_log
 from llmbench.preflight.node import fabric_preflight
@@ -14,5 +14,5 @@ result = fabric_preflight(
     snakemake.params.image or None,
 )
 if result["problems"]:  # the largest run cannot run well here: stop before it starts
-    sys.exit(f"llmbench: error: preflight: {'; '.join(result['problems'])}")
+    exit_with_error(f"preflight: {'; '.join(result['problems'])}")
 write_json_atomic(output, result)

@@ -1,6 +1,4 @@
-import sys
-
-from llmbench.errors import LlmbenchError
+from llmbench.errors import LlmbenchError, exit_with_error
 from llmbench.files.job_log import job_log
 from llmbench.preflight.gate_job import write_gate
 from llmbench.spec.preflight_settings import settings_from_dict
@@ -11,4 +9,4 @@ try:
     write_gate(snakemake.input.results, settings, snakemake.output)
 except LlmbenchError as err:
     # One line in the log (stderr), no traceback: which nodes failed, how many are needed.
-    sys.exit(f"llmbench: error: {err}")
+    exit_with_error(err)

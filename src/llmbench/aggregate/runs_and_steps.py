@@ -25,6 +25,7 @@ from llmbench.job.outcome import run_outcome
 from llmbench.spec import flops as flops_mod
 from llmbench.spec import metrics
 from llmbench.spec.catalog import load_catalog
+from llmbench.spec.launchers import cluster_type
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
 TRANSPORT_DTYPES: dict[str, str] = {
@@ -242,9 +243,8 @@ def spec_columns(
     for key in ("git_sha", "llmbench_version", "python_version", "torch_version",
                 "transformers_version", "slurm_job_id"):  # fmt: skip
         cols[key] = [prov.get(key) for prov in provs]
-    # records written before platform launchers existed: local or Slurm
     cols["cluster_type"] = [
-        rec.get("cluster_type") or ("slurm" if spec.get("launcher") == "srun" else "local")
+        rec.get("cluster_type") or cluster_type(spec.get("launcher"))
         for rec, spec in zip(records, specs, strict=True)
     ]
     cols["workload_id"] = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,13 @@ from llmbench.job.sweep_processes import (
     sweep_processes,
     workflow_process,
 )
-from llmbench.launch.platforms import PLATFORM_LAUNCHERS, platform_files, platform_outcome
-from llmbench.launch.script import LOG_FILE, SPEC_FILE, render_launch_script
-from llmbench.launch.slurm import job_nodelist, step_task_pids
+from llmbench.launch.launchers import launcher_for
+from llmbench.launch.script import LOG_FILE, SPEC_FILE
+from llmbench.launch.slurm import job_nodelist
 from llmbench.parsers import parse_log
+from llmbench.spec.launchers import is_platform, launcher_traits
 from llmbench.spec.runspec import RunSpec
-from llmbench.telemetry.sampling import TelemetrySettings, runner_samples, sampling
+from llmbench.telemetry.sampling import TelemetrySettings, sampling
 
 ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
@@ -82,17 +83,13 @@ def write_launch_files(spec: RunSpec, folder: Path, attempt: int) -> list[str]:
     """What an attempt runs, written into ``folder``: ``run_spec.json``, ``launch.sh`` and
     the platform's files (manifest, payload). Returns the file names, in that order.
     ``llmbench render`` writes the same files without running anything."""
-    files = {SPEC_FILE: spec.to_json() + "\n", LAUNCH_FILE: render_launch_script(spec)}
-    files.update(platform_files(spec, attempt))
+    launcher = launcher_for(spec)
+    files = {SPEC_FILE: spec.to_json() + "\n", LAUNCH_FILE: launcher.render(spec)}
+    files.update(launcher.files(spec, attempt))
     for name, text in files.items():
         (folder / name).write_text(text)
     (folder / LAUNCH_FILE).chmod(0o755)
     return list(files)
-
-
-def _step_tasks(job_id: str | None) -> Callable[[], list[int]] | None:
-    """The ranks srun starts under slurmstepd, for the supervisor (None outside a job)."""
-    return (lambda: step_task_pids(job_id)) if job_id else None
 
 
 def _has_steps(log: Path) -> bool:
@@ -110,7 +107,7 @@ def _ranks_here(attempt_dir: Path) -> bool:
         launcher = json.loads((attempt_dir / SPEC_FILE).read_text())["launcher"]
     except (OSError, ValueError, KeyError, TypeError):
         return True  # unknown: counted, an overlap is never hidden
-    return launcher not in PLATFORM_LAUNCHERS
+    return not is_platform(launcher)
 
 
 def end_earlier_attempts(
@@ -142,7 +139,7 @@ def overlap(
 ) -> list[dict[str, object]]:
     """The sweep's processes ``seen`` that share this host's cores with the attempt's
     ranks, tagged ``when`` (``start``, ``end``): none for a platform's run."""
-    if spec.launcher in PLATFORM_LAUNCHERS:
+    if launcher_traits(spec.launcher).platform:
         return []
     here = {folder: _ranks_here(folder) for folder in {p.attempt_dir for p in seen}}
     return [{**p.describe(runs_root), "when": when} for p in seen if here[p.attempt_dir]]
@@ -187,7 +184,8 @@ def run_attempt(
             LLMBENCH_TELEMETRY_ROOT=telemetry.root,
         )
     started = _now()
-    own_sampler = telemetry if runner_samples(spec.to_dict()) else None
+    launcher = launcher_for(spec)
+    own_sampler = telemetry if launcher.runner_samples(spec) else None
     shared = overlap(spec, run_dir.parent, others, "start")
     sampler_env = {**os.environ, **attempt_mark(attempt_dir)}
     with sampling(attempt_dir, own_sampler, gpu=spec.gpu_type != "cpu", env=sampler_env):
@@ -197,7 +195,7 @@ def run_attempt(
             spec.limits,
             env=launch_env,
             has_started=_has_steps,
-            outside_pids=_step_tasks(job_id) if spec.launcher == "srun" else None,
+            outside_pids=launcher.outside_pids(job_id),
             workflow=workflow_process(),
         )
     after = sweep_processes(run_dir.parent, exclude=attempt_dir)
@@ -220,7 +218,7 @@ def run_attempt(
         "overlap": shared,
         "spec": spec.to_dict(),
         "provenance": provenance.collect(source_dir),
-        **platform_outcome(spec, attempt_dir, job_id),
+        **launcher.outcome(attempt_dir, job_id),
     }
     write_json_atomic(attempt_dir / RECORD_FILE, record)
     return record

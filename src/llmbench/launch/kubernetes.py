@@ -32,8 +32,8 @@ import yaml
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
+from llmbench.spec.launchers import LAUNCHER_TRAITS
 from llmbench.spec.runspec import RunSpec
-from llmbench.spec.value_checks import DEFAULT_POLL_S
 
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"
@@ -75,7 +75,7 @@ class KubernetesSite:
     gpu_resource: str = "nvidia.com/gpu"
     llmbench_src: str = ""
     keep: bool = False
-    poll_s: float = DEFAULT_POLL_S["kubernetes"]
+    poll_s: float = LAUNCHER_TRAITS["kubernetes"].poll_s
     context: str = ""
 
     @classmethod

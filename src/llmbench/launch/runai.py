@@ -46,8 +46,9 @@ from llmbench.launch.kubernetes import (
     write_record,
 )
 from llmbench.launch.shell import join
+from llmbench.spec.launchers import LAUNCHER_TRAITS
 from llmbench.spec.runspec import RunSpec
-from llmbench.spec.value_checks import DEFAULT_POLL_S, DEFAULT_SECRET_ENV
+from llmbench.spec.value_checks import DEFAULT_SECRET_ENV
 
 PAYLOAD_FILE = "payload.json"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})
@@ -76,7 +77,7 @@ class RunaiSite:
     pvcs: tuple[Pvc, ...] = ()
     llmbench_src: str = ""
     keep: bool = False
-    poll_s: float = DEFAULT_POLL_S["runai"]
+    poll_s: float = LAUNCHER_TRAITS["runai"].poll_s
     context: str = ""
 
     @classmethod

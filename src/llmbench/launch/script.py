@@ -1,10 +1,10 @@
-"""The ``launch.sh`` of one run attempt."""
+"""The ``launch.sh`` of one run attempt on this machine (local) or a Slurm allocation
+(srun), and the header every launcher's script starts with."""
 
 from __future__ import annotations
 
 from llmbench import __version__
 from llmbench.errors import LaunchError
-from llmbench.launch import kubernetes, runai
 from llmbench.launch.entry import (
     ENTRY_MODULES,
     SPEC_FILE,
@@ -28,10 +28,9 @@ from llmbench.launch.variants import variant_parts
 from llmbench.spec.runspec import RunSpec
 from llmbench.spec.stage import image_import
 
-__all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "render_launch_script"]
+__all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "header", "render_local", "render_srun"]
 
 LOG_FILE = "train.log"
-LAUNCHERS = ("local", "srun", "kubernetes", "runai")
 
 
 LOCAL_FRAMEWORKS = ("torch", "megatron-core")
@@ -55,7 +54,7 @@ def local_rank_launcher(spec: RunSpec) -> list[str]:
     ]
 
 
-def _header(spec: RunSpec, rerun: str) -> list[str]:
+def header(spec: RunSpec, rerun: str) -> list[str]:
     threads = omp_threads(spec)
     return [
         "#!/usr/bin/env bash",
@@ -68,7 +67,7 @@ def _header(spec: RunSpec, rerun: str) -> list[str]:
     ]
 
 
-def _render_local(spec: RunSpec) -> str:
+def render_local(spec: RunSpec) -> str:
     local = spec.framework in LOCAL_FRAMEWORKS
     if not local or spec.variant != "perf" or spec.container != "none":
         raise LaunchError(
@@ -76,7 +75,7 @@ def _render_local(spec: RunSpec) -> str:
             "with variant perf and container none only; use launcher srun"
         )
     command = local_rank_launcher(spec) + embedded_entry_point(framework=spec.framework)
-    lines = _header(spec, "bash launch.sh") + _nccl_debug_lines(spec)
+    lines = header(spec, "bash launch.sh") + _nccl_debug_lines(spec)
     return "\n".join([*lines, f'exec "$PYTHON" {join(command)}', ""])
 
 
@@ -99,11 +98,11 @@ def image_comment(spec: RunSpec) -> list[str]:
     return [f"# Image {spec.image}: {verdict} ({stack['reference_image']})."]
 
 
-def _render_srun(spec: RunSpec) -> str:
+def render_srun(spec: RunSpec) -> str:
     if spec.framework == "torch" and spec.container != "none":
         raise LaunchError(f"run {spec.run_id}: the embedded workload runs with container none")
     parts = variant_parts(spec)
-    lines = _header(spec, "bash launch.sh (inside a Slurm allocation)")
+    lines = header(spec, "bash launch.sh (inside a Slurm allocation)")
     imported = image_import(spec)
     if imported is not None:
         lines += image_comment(spec) + container_lines(imported)
@@ -139,20 +138,3 @@ def _render_srun(spec: RunSpec) -> str:
     head = "" if sampled else "exec "
     lines += [head + " \\\n    ".join(join(g) for g in groups if g), ""]
     return "\n".join(lines)
-
-
-def render_launch_script(spec: RunSpec) -> str:
-    """The bash script run in the attempt folder; stdout and stderr become the train log."""
-    if spec.launcher == "local":
-        return _render_local(spec)
-    if spec.launcher == "srun":
-        return _render_srun(spec)
-    if spec.launcher == "kubernetes":
-        header = _header(spec, "bash launch.sh (with the same kubeconfig)")
-        return kubernetes.render_submit_script(
-            header, kubernetes.KubernetesSite.from_config(spec.platform)
-        )
-    if spec.launcher == "runai":
-        header = _header(spec, "bash launch.sh (with the same environment)")
-        return runai.render_submit_script(header, runai.RunaiSite.from_config(spec.platform))
-    raise LaunchError(f"launcher={spec.launcher!r}: allowed: {', '.join(LAUNCHERS)}")

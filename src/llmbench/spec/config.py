@@ -24,12 +24,12 @@ from llmbench.spec.catalog import load_catalog
 from llmbench.spec.catalog.load import parse_package_yaml
 from llmbench.spec.catalog.parity import built_vocab, reference_image, resolve_parity
 from llmbench.spec.images import parse_image
+from llmbench.spec.launchers import launcher_traits
 from llmbench.spec.limits import RunLimits, resolve_limits
 from llmbench.spec.profiling import default_profile, parse_ranks
 from llmbench.spec.runspec import ModelFields, Parallelism, ProfileSettings, RunSpec
 from llmbench.spec.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.spec.value_checks import (
-    PLATFORM_LAUNCHERS,
     check_credentials,
     check_platform_runs,
     check_values,
@@ -335,7 +335,11 @@ def _check_sweep(
 
 def local_cpu_runs(specs: Sequence[RunSpec]) -> list[RunSpec]:
     """The runs whose check counts this machine's cores: CPU ranks started here."""
-    return [spec for spec in specs if spec.launcher == "local" and spec.gpu_type == "cpu"]
+    return [
+        spec
+        for spec in specs
+        if launcher_traits(spec.launcher).on_this_machine and spec.gpu_type == "cpu"
+    ]
 
 
 def _check_images(config: Mapping[str, Any], source: str) -> None:
@@ -426,7 +430,7 @@ def _resolve_tiny(
         parallelism=Parallelism(tp=1, pp=1, cp=1, dp=gpus, ga=ga),
         model=ModelFields(flops_formula="llama", **shape.__dict__),
         launcher=config["launcher"],
-        platform=dict(config.get(config["launcher"]) or {}),
+        platform=_site_block(config),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
         limits=_limits(config, sweep, embedded_workload.FRAMEWORK, size, variant),
@@ -468,7 +472,7 @@ def _resolve_catalog(
         parallelism=parallelism,
         launcher=config["launcher"],
         image=image,
-        in_image=config["container"] == "enroot" or config["launcher"] in PLATFORM_LAUNCHERS,
+        in_image=config["container"] == "enroot" or launcher_traits(config["launcher"]).platform,
     )
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
@@ -492,7 +496,7 @@ def _resolve_catalog(
         parallelism=parallelism,
         model=model,
         launcher=config["launcher"],
-        platform=dict(config.get(config["launcher"]) or {}),
+        platform=_site_block(config),
         container=config["container"],
         threads_per_rank=config["threads_per_rank"],
         image=image,
@@ -506,10 +510,16 @@ def _image(config: Mapping[str, Any], workload: str, document: str, gpu_type: st
     """The image a catalog run's ranks run in: a platform's site image (``kubernetes.image``,
     ``runai.image``), else the config's ``images`` entry for the workload, else the image
     the reference runs the document in on that GPU type (``catalog/parity.yaml``)."""
-    site = config.get(config["launcher"]) or {}
-    if config["launcher"] in PLATFORM_LAUNCHERS and site.get("image"):
+    site = _site_block(config)
+    if site.get("image"):
         return str(site["image"])
     return config["images"].get(workload) or reference_image(workload, document, gpu_type) or ""
+
+
+def _site_block(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The launcher's own site values (``kubernetes:``, ``runai:``; none for the others)."""
+    block = launcher_traits(config["launcher"]).site_block
+    return dict(config.get(block) or {}) if block else {}
 
 
 def _limits(

@@ -12,6 +12,7 @@ from typing import Any
 
 from llmbench.errors import ConfigError
 from llmbench.spec import embedded_workload
+from llmbench.spec.launchers import launcher_traits
 from llmbench.spec.runspec import RunSpec
 
 NODE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -79,7 +80,7 @@ def resolve_preflight(
     enabled = gpu if enabled is None else bool(enabled)
     nodes = block.get("nodes")
     if enabled and not nodes:
-        if launcher == "srun":
+        if launcher_traits(launcher).slurm_job:
             # None where Slurm cannot be asked here: the gate then stops the sweep with
             # one line, when (and only when) training is asked for.
             nodes = partition_nodes(block.get("partition")) or []

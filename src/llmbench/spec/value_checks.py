@@ -18,14 +18,11 @@ from urllib.parse import urlsplit
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.spec import kubernetes_names as k8s
 from llmbench.spec.images import parse_image
+from llmbench.spec.launchers import PLATFORM_SITE_BLOCKS, launcher_traits
 from llmbench.spec.runspec import RunSpec
 
-PLATFORM_LAUNCHERS = ("kubernetes", "runai")
-"""Launchers whose ranks run on a platform; the local job only submits and waits."""
 DEFAULT_SECRET_ENV = "RUNAI_APP_SECRET"
 """The variable that holds the Run:ai Application secret when ``runai.secret_env`` is unset."""
-DEFAULT_POLL_S = {"kubernetes": 10.0, "runai": 30.0}
-"""Longest pause between status polls when the profile sets no ``poll_s``."""
 POD_CPUS_MAX = 768
 """CPUs one pod of CPU ranks may ask for (ranks per node x threads per rank): a pod runs on
 one node, and Kubernetes counts a hardware thread as one CPU; 768 is a two-socket server
@@ -143,11 +140,11 @@ def check_paths(config: Mapping[str, Any], source: str) -> None:
             "folder path without ',' ':' (pyxis separates its container mounts with them) "
             "or '{' '}' (Snakemake reads them as wildcards)"
         )
-    for launcher in PLATFORM_LAUNCHERS:
-        src = config[launcher].get("llmbench_src") or ""
+    for block in PLATFORM_SITE_BLOCKS:
+        src = config[block].get("llmbench_src") or ""
         if src and not _PORTABLE_ABSOLUTE_PATH.fullmatch(src):
             raise ConfigError(
-                f"{source}: {launcher}.llmbench_src: {src!r} is not allowed; allowed: the "
+                f"{source}: {block}.llmbench_src: {src!r} is not allowed; allowed: the "
                 "absolute path of llmbench's src folder inside the pod, of letters, digits, "
                 "'.', '_', '-' and '/' (e.g. /workspace/llmbench/src; it joins PYTHONPATH)"
             )
@@ -207,10 +204,10 @@ def check_kubernetes(site: Mapping[str, Any], source: str) -> None:
 def check_platform_values(config: Mapping[str, Any], source: str) -> None:
     """The values both platform launchers share: volumes and the image."""
     check_kubernetes(config["kubernetes"], source)
-    for launcher in PLATFORM_LAUNCHERS:
-        for index, entry in enumerate(config[launcher].get("pvcs") or []):
+    for block in PLATFORM_SITE_BLOCKS:
+        for index, entry in enumerate(config[block].get("pvcs") or []):
             name, _, claim = entry.split(":")  # the schema's pattern: name:/path:claimName
-            where = f"{launcher}.pvcs[{index}]"
+            where = f"{block}.pvcs[{index}]"
             _check(source, f"{where}: volume name", name, k8s.is_dns1123_label, k8s.DNS1123_LABEL)
             _check(
                 source,
@@ -219,12 +216,12 @@ def check_platform_values(config: Mapping[str, Any], source: str) -> None:
                 k8s.is_dns1123_subdomain,
                 k8s.DNS1123_SUBDOMAIN,
             )
-        image = config[launcher].get("image")
+        image = config[block].get("image")
         if image:
             try:
                 parse_image(image)  # the grammar `images:` values are checked against
             except LaunchError as err:
-                raise ConfigError(f"{source}: {launcher}.image: {err}") from None
+                raise ConfigError(f"{source}: {block}.image: {err}") from None
 
 
 def check_history(config: Mapping[str, Any], source: str) -> None:
@@ -241,7 +238,8 @@ def check_history(config: Mapping[str, Any], source: str) -> None:
 def check_platform_runs(specs: Sequence[RunSpec], source: str) -> None:
     """What one pod of a platform launcher can hold and how often it is polled."""
     for spec in specs:
-        if spec.launcher not in PLATFORM_LAUNCHERS:
+        traits = launcher_traits(spec.launcher)
+        if not traits.platform:
             continue
         cpus = spec.gpus_per_node * spec.threads_per_rank
         if spec.gpu_type == "cpu" and cpus > POD_CPUS_MAX:
@@ -251,12 +249,12 @@ def check_platform_runs(specs: Sequence[RunSpec], source: str) -> None:
                 f"{spec.launcher}; allowed: at most {POD_CPUS_MAX} CPUs per pod (one node's "
                 "hardware threads); set ranks_per_node to spread the ranks over pods"
             )
-        poll_s = float(spec.platform.get("poll_s") or DEFAULT_POLL_S[spec.launcher])
+        poll_s = float(spec.platform.get("poll_s") or traits.poll_s)
         assert spec.limits is not None
         longest = spec.limits.stall_s * POLL_SHARE_OF_STALL
         if poll_s > longest:
             raise ConfigError(
-                f"{source}: {spec.launcher}.poll_s: {poll_s:g} is more than half of run "
+                f"{source}: {traits.site_block}.poll_s: {poll_s:g} is more than half of run "
                 f"{spec.run_id}'s stall allowance ({spec.limits.stall_s} s, watchdog.stall_s); "
                 f"allowed: at most {longest:g} (the log is copied once per poll, and a log "
                 "that does not grow for stall_s is a hang)"

@@ -54,12 +54,6 @@ def sampler_command(
     return [*command, "--gpu"] if gpu else command
 
 
-def runner_samples(spec: Mapping[str, Any]) -> bool:
-    """The runner samples its own node unless the launch script starts samplers on every
-    node (``srun`` on GPU nodes)."""
-    return not (spec["launcher"] == "srun" and spec["gpu_type"] != "cpu")
-
-
 @contextlib.contextmanager
 def sampling(
     attempt_dir: Path,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmbench.launch.platforms import check_platforms
+from llmbench.launch.launchers import check_platforms
 from llmbench.spec.config import local_cpu_runs, workflow_config
 from llmbench.workflow.spec_cache import Checked, write_specs
 

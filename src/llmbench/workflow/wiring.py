@@ -1,54 +1,25 @@
-"""What the workflow's rules ask about a sweep, answered by plain functions.
+"""Per-run values of the workflow's rules, as plain functions (``workflow.sweep`` calls them).
 
-``workflow/rules/common.smk`` only wires these to rules. Snakemake evaluates a rule's
-resource, param and input callables at least once per job and inspects each callable's
-parameters on every call; in a 10,000-run dry run that is most of the time it spends. So
-a value every run shares is handed over as a constant (``per_run``), a per-run answer is
-computed once (the callers cache by run id), and each callable, ours and Snakemake's own
-``Resource.evaluate``, hands Snakemake its parameters once (``with_signature``,
-``store_resource_evaluate_params``).
+Snakemake evaluates a rule's resource, param and input callables at least once per job; in
+a 10,000-run dry run that is much of the time it spends. So a value every run shares is
+handed over as a constant (``per_run``) and a per-run answer is computed once (the
+``Sweep`` caches by run id).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import inspect
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
-
-from snakemake.common import overwrite_function_params
-from snakemake.resources import Resource
+from typing import Any
 
 from llmbench.job.attempts import nodes_to_avoid
-from llmbench.launch.platforms import PLATFORM_LAUNCHERS
 from llmbench.launch.slurm import slurm_resources
 from llmbench.setup.venv import source_root
+from llmbench.spec.launchers import is_platform
 from llmbench.spec.runspec import RunSpec
 from llmbench.spec.stage import needs_venv, venv_python
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def with_signature(func: F) -> F:
-    """``func`` with its parameter names given to Snakemake once, through the hook
-    Snakemake's own ``snakemake.ioutils`` helpers use: without it Snakemake parses the
-    signature on every call (~4.6 us; ~13 calls per train job of a dry run)."""
-    # The parameters' mapping, as Snakemake's own look-up returns it (some callers read
-    # their kinds, not only their names).
-    overwrite_function_params(func, inspect.signature(func).parameters)  # type: ignore[arg-type]
-    return func
-
-
-def store_resource_evaluate_params() -> None:
-    """Snakemake evaluates every resource of every job through the bound method
-    ``Resource.evaluate`` and parses that method's signature twice per evaluation (12
-    per train job in a dry run). The method's parameters never change, so they are stored
-    once, through the same hook as ``with_signature``: a bound method reads its
-    function's attributes. Read from the real method, they stay right if it changes."""
-    bound = Resource("probe", lambda: 0).evaluate
-    overwrite_function_params(Resource.evaluate, inspect.signature(bound).parameters)  # type: ignore[arg-type]
 
 
 def per_run(
@@ -62,7 +33,6 @@ def per_run(
     if len(distinct) == 1 and not varies:
         return distinct.pop()
 
-    @with_signature
     def value(wildcards: Any, attempt: int) -> Any:
         return of_run(wildcards.run, attempt)
 
@@ -143,7 +113,7 @@ def missing_embedded_packages(
     """One line naming what to install when a run of the embedded workload would start in
     this Python without the packages it trains with (a plain ``pip install .``); None when
     nothing is missing or no such run starts here (a platform's ranks run in its image)."""
-    if not any(s.framework == "torch" and s.launcher not in PLATFORM_LAUNCHERS for s in specs):
+    if not any(s.framework == "torch" and not is_platform(s.launcher) for s in specs):
         return None
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if not missing:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from llmbench.launch.platforms import check_platforms, missing_secret
+from llmbench.launch.launchers import check_platforms, missing_before_start
 from llmbench.spec.catalog import published_results
 from llmbench.spec.config import check_experiment, merge_config
 from llmbench.spec.plan import plan_summary, plan_table, reference_step_times
@@ -55,7 +55,7 @@ def checked_specs(config: str, sites: list[str]) -> list[RunSpec]:
 
 def run(args: argparse.Namespace) -> int:
     specs = checked_specs(args.config, args.site)
-    secret = missing_secret(specs)
+    secret = missing_before_start(specs)
     if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
         _warn(secret)
     plan = plan_table(specs, reference_step_times(published_results()))
