@@ -53,10 +53,18 @@ def tiny_sweep(scales: tuple[int, ...] = (1, 2), dtypes: tuple[str, ...] = ("fp3
     }
 
 
-TINY_STEPS = 25
-TINY_WINDOW = [15, 24]
-"""The tests' runs: 25 steps averaged over the last 10 (the default run is 50 over 10). Every
-step of a rank costs about 0.1 s of CPU, and the suite trains many runs on 2 cores."""
+WORKFLOW_CONFIGS = REPO / "tests" / "workflow" / "configs"
+"""The workflow tests' experiments, as files a person can run: ``snakemake -n --configfile``."""
+
+
+def workflow_config(name: str) -> dict:
+    """``tests/workflow/configs/<name>.yaml``, a fresh copy."""
+    return yaml.safe_load((WORKFLOW_CONFIGS / f"{name}.yaml").read_text())
+
+
+TINY_STEPS = workflow_config("two-runs")["steps"]
+TINY_WINDOW = workflow_config("two-runs")["window"]
+"""The tests' runs (configs/two-runs.yaml): fewer steps than the default run's 50."""
 
 
 def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
@@ -64,7 +72,7 @@ def tiny_config(scales: tuple[int, ...] = (1, 2), **top: object) -> dict:
     return {"sweeps": [tiny_sweep(scales)], "steps": TINY_STEPS, "window": TINY_WINDOW, **top}
 
 
-TWO_RUN_CONFIG = tiny_config()
+TWO_RUN_CONFIG = workflow_config("two-runs")
 
 
 @dataclass(frozen=True)

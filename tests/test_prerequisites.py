@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LONGEST_SCOPES, SHARED_SWEEP_FILES, SLURM_SCOPES, queue_rank, xdist_scope
 from tests.helpers import REPO
+from tests.plugins.ci_schedule import (
+    LONGEST_SCOPES,
+    SHARED_SWEEP_FILES,
+    SLURM_SCOPES,
+    queue_rank,
+    xdist_scope,
+)
 
 TESTS = """
 import pytest

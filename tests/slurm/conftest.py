@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from llmbench.launch.srun import MASTER_PORT_SPAN
-from tests.helpers import missing_prerequisite, tiny_config
+from tests.helpers import missing_prerequisite, workflow_config
 
 CLUSTER_SH = Path(__file__).parent / "cluster.sh"
 
-SLURM_CONFIG = tiny_config(ranks_per_node=1)  # the 2-rank run spans both fake nodes
+SLURM_CONFIG = workflow_config("slurm-two-nodes")
 """The local workflow tests' experiment with one rank per node: profiles/slurm adds
 ``launcher: srun`` (its site.yaml), the test cluster's own site values come below."""
 SLURM_TEST_OVERRIDES = (

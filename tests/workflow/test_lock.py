@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import snakemake, snakemake_command, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow
 
-CONFIG = tiny_config(scales=(1,))
+CONFIG = workflow_config("one-run")
 
 
 def test_second_invocation_is_refused_while_the_first_runs(tmp_path) -> None:

@@ -21,12 +21,12 @@ import psutil
 import pytest
 
 from llmbench.job.sweep_processes import ATTEMPT_ENV
-from tests.helpers import snakemake, snakemake_command, tiny_config, write_config
+from tests.helpers import snakemake, snakemake_command, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow
 
 RUN = "tiny-llama_tiny_fp32_cpux1_perf"
-CONFIG = tiny_config(scales=(1,))
+CONFIG = workflow_config("one-run")
 SLOW_FIRST = "slow=5@0:*:1"  # attempt 1 only: 5 s a step
 NOT_BY_ITSELF_S = 60.0  # attempt 1 needs 25 x 5 s: gone sooner only if it was ended
 

@@ -11,34 +11,13 @@ from pathlib import Path
 import pytest
 
 from llmbench.spec.stage import VENV_MARKER
-from tests.helpers import REPO, snakemake, write_config
+from tests.helpers import REPO, snakemake, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow
 
 FIXTURES = REPO / "tests" / "fixtures"
-IMAGE = "nvidia/nemo:25.07"
-CONFIG = {
-    "sweeps": [
-        {
-            "workload": "llama3.1-nemo",
-            "sizes": ["8b"],
-            "dtypes": ["bf16", "fp8"],
-            "gpu_type": "h100",
-            "scales": [8, 16],
-        },
-        {  # Grace nodes: the same image, imported for aarch64
-            "workload": "llama3.1-mbridge",
-            "sizes": ["8b"],
-            "dtypes": ["fp8"],
-            "gpu_type": "gb200",
-            "scales": [8],
-        },
-    ],
-    "launcher": "srun",
-    "container": "enroot",
-    "images": {"llama3.1-nemo": IMAGE, "llama3.1-mbridge": IMAGE},
-    "setup": {"venv_requirements": "requirements.txt"},
-}
+CONFIG = workflow_config("enroot-setup")
+IMAGE = CONFIG["images"]["llama3.1-nemo"]
 SQSH = {
     "x86_64": "results/stage/images/nvidia+nemo+25.07.sqsh",
     "aarch64": "results/stage/images/nvidia+nemo+25.07.aarch64.sqsh",

@@ -30,7 +30,7 @@ from llmbench.job.runner import RECORD_FILE
 from llmbench.job.train_outputs import write_train_outputs
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.workflow.wiring import launch_env
-from tests.helpers import REPO, snakemake, write_config
+from tests.helpers import REPO, snakemake, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -40,15 +40,7 @@ NCCL_LOG = FIXTURES / "nccl-debug/eks-g6e-efa-failed-socket-fallback-4nodes_2.27
 TRAIN_LOG = FIXTURES / "real-logs/nemo2-resiliency-baseline.out"
 """20 iterations; mean step time 7.5789 s over iterations 10-19 (manifest.yaml)."""
 REFERENCE_S = 6.0
-CONFIG = {
-    "sweeps": [
-        {"workload": "tiny-llama", "sizes": ["tiny"], "dtypes": ["fp32"],
-         "gpu_type": "local-cuda", "scales": [2]}
-    ],
-    "steps": 20,
-    "window": [10, 19],
-    "reference": {"file": "reference.csv"},
-}  # fmt: skip
+CONFIG = workflow_config("transport")
 RUN = "tiny-llama_tiny_fp32_local-cudax2_perf"
 
 
