@@ -9,7 +9,9 @@ embedded scales in entries of at most 100 scales, the schema's bound), and two n
 preflight nodes (10,066 jobs for 10,000 runs). The
 baseline: one rule with a wildcard, ``--runs`` outputs, nothing else. Both are timed as
 ``snakemake -n`` from the command line (parse, config validation, DAG, job listing) in
-the same run, one after the other; targets: ratio <= 1.5 and sweep < 60 s.
+the same run, one after the other; target: sweep < 60 s. The ratio is reported: most of it
+is Snakemake's own work per job (``benchmarks.dry_run_parts``); llmbench's share is
+``benchmarks.dry_run_share``'s target.
 
 Besides wall time, each side's CPU time (user + system of the ``snakemake`` process) is
 printed with its ratio: a dry run is one busy thread, so on an idle machine both agree,
@@ -34,7 +36,6 @@ from llmbench.spec.catalog import load_catalog
 from llmbench.spec.config import run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
-MAX_RATIO = 1.5
 MAX_SECONDS = 60.0
 MAX_SCALES = 100  # scales per sweep entry (the config schema's maxItems)
 # Named, not asked of `sinfo`: the partition's nodes would make the job count (one
@@ -150,17 +151,14 @@ def main() -> int:
         "sweep_cpu_s": round(min(sweep_cpu), 2),
         "trivial_cpu_s": round(min(base_cpu), 2),
         "cpu_ratio": round(min(sweep_cpu) / min(base_cpu), 3),
-        "target_ratio": MAX_RATIO,
         "target_s": MAX_SECONDS,
     }
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    missed = ratio > MAX_RATIO or sweep_s > MAX_SECONDS
+    missed = sweep_s > MAX_SECONDS
     if missed:
-        print(
-            f"target missed: ratio {ratio:.2f} (<= {MAX_RATIO}), {sweep_s:.1f} s (< {MAX_SECONDS})"
-        )
+        print(f"target missed: {sweep_s:.1f} s (< {MAX_SECONDS})")
     return 1 if missed and not args.no_fail else 0
 
 
