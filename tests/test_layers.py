@@ -28,9 +28,12 @@ OPTIONAL_HEAVY = frozenset(
      "megatron", "MaxText", "kubernetes", "lightning"}
 )  # fmt: skip
 """Imported inside the functions that need them: absent from a plain install."""
-HEAVY_ADAPTERS = frozenset({"llmbench.ranks.entrypoints.lightning_clock"})
+HEAVY_ADAPTERS = frozenset(
+    {"llmbench.ranks.entrypoints.lightning_clock", "llmbench.ranks.embedded.llama"}
+)
 """Our modules that import a heavy optional dependency at module level (a Lightning
-callback needs its base class): imported inside functions, like the dependency itself."""
+callback needs its base class, a torch module its own): imported inside functions, like
+the dependency itself."""
 FRAMEWORKS = frozenset(
     {"torch", "transformers", "nemo", "nemo_run", "fiddle", "lightning", "megatron",
      "transformer_engine", "MaxText", "jax"}

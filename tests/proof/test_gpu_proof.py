@@ -42,7 +42,7 @@ def test_wheel_list_is_exact_pins_equal_to_the_requirements() -> None:
     assert problems == []
     env_pins, _ = read_pins(REPO / "envs/requirements.txt")
     shared = set(pins) & set(env_pins)
-    assert {"snakemake", "snakemake-executor-plugin-slurm", "jsonschema", "transformers"} <= shared
+    assert {"snakemake", "snakemake-executor-plugin-slurm", "jsonschema", "py-spy"} <= shared
     test_pins, _ = read_pins(REPO / "envs/test.txt")
     assert pins["megatron-core"] == test_pins["megatron-core"]  # what the dry mode builds
     assert not set(BOX_PACKAGES) & set(pins)

@@ -21,13 +21,15 @@ def version(text: str) -> Version:
 
 def _pin(path: str, name: str) -> Version:
     for line in (REPO / path).read_text().splitlines():
-        if line.startswith(f"{name}=="):
+        if re.match(rf"{name}(\[[\w,]+\])?==", line):
             return version(line.split("==", 1)[1].split(";")[0].strip())
     raise AssertionError(f"{path}: no {name}== pin")
 
 
 def test_the_declared_range_is_what_ci_runs() -> None:
-    declared = re.search(r'"snakemake>=([\d.]+),<([\d.]+)"', (REPO / "pyproject.toml").read_text())
+    declared = re.search(
+        r'"snakemake(?:\[\w+\])?>=([\d.]+),<([\d.]+)"', (REPO / "pyproject.toml").read_text()
+    )
     minimum = re.search(r'min_version\("([\d.]+)"\)', (REPO / "Snakefile").read_text())
     assert declared is not None and minimum is not None
     lowest, below = version(declared.group(1)), version(declared.group(2))

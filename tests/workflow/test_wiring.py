@@ -90,6 +90,6 @@ def test_a_missing_training_package_is_named_before_any_run() -> None:
     assert line is not None and "\n" not in line
     assert "needs llmbench_no_such_package, not installed" in line  # torch is installed
     assert "pip install '.[embedded]'" in line
-    assert missing_embedded_packages(specs) is None  # torch and transformers are here
+    assert missing_embedded_packages(specs) is None  # torch is here
     gpu = [dataclasses.replace(s, framework="nemo2") for s in specs]
     assert missing_embedded_packages(gpu, modules=("llmbench_no_such_package",)) is None

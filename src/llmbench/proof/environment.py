@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):  # the kit's Pythons (3.11, 3.12) have it; 3.10 
 
 REQUIRED = (
     "snakemake", "snakemake_executor_plugin_slurm", "jsonschema", "yaml", "psutil",
-    "pandas", "pyarrow", "matplotlib", "torch", "transformers", "megatron.core",
+    "pandas", "pyarrow", "matplotlib", "torch", "megatron.core",
 )  # fmt: skip
 """What the steps import; the optional ones (hyperscan) are recorded, not required."""
 OPTIONAL = ("hyperscan",)

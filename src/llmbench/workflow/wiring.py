@@ -102,7 +102,7 @@ def run_groups(specs: Iterable[RunSpec]) -> dict[str, list[str]]:
     return groups
 
 
-EMBEDDED_MODULES = ("torch", "transformers")
+EMBEDDED_MODULES = ("torch",)
 """What the embedded workload trains with, in llmbench's own Python (pyproject's
 ``embedded`` extra)."""
 

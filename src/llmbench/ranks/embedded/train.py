@@ -175,37 +175,25 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
     # The model, optimizer and DDP reducer are locals here, so they are released when this
     # function returns, before the process group is destroyed.
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
+    # the model needs torch at module level: imported here, like torch itself
+    from llmbench.ranks.embedded.llama import LlamaForCausalLM, LlamaShape
+
     distributed = info.world_size > 1
     device = (
         torch.device("cuda", info.local_rank)
         if spec.gpu_type == CUDA_GPU_TYPE
         else torch.device("cpu")
     )
-    shape = spec.model
     torch.manual_seed(1234)  # identical initial weights on every rank, as DDP expects
-    model = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=shape["vocab"],
-            hidden_size=shape["hidden"],
-            intermediate_size=shape["ffn_hidden"],
-            num_hidden_layers=shape["layers"],
-            num_attention_heads=shape["heads"],
-            num_key_value_heads=shape["query_groups"],
-            max_position_embeddings=spec.seq_len,
-            tie_word_embeddings=False,
-        )
-    ).to(device)
+    model = LlamaForCausalLM(LlamaShape.of(spec.model)).to(device)
     if distributed:
         ids = [device.index] if device.type == "cuda" else None
         model = holders.hold(torch.nn.parallel.DistributedDataParallel(model, device_ids=ids))
     optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR, weight_decay=0.01)
     pool = torch.randint(
         0,
-        shape["vocab"],
+        spec.model["vocab"],
         (DATA_POOL_SEQUENCES, spec.seq_len),
         generator=torch.Generator().manual_seed(0),
     ).to(device)
@@ -255,7 +243,7 @@ def _steps(
             batch = pool[torch.arange(first, first + mbs, device=device) % DATA_POOL_SEQUENCES]
             sync = micro == ga - 1 or not distributed
             with contextlib.nullcontext() if sync else model.no_sync(), autocast:
-                loss = model(input_ids=batch, labels=batch).loss / ga
+                loss = model(batch, labels=batch) / ga
             loss.backward()
             loss_sum += loss.detach().float()
         optimizer.step()
