@@ -36,16 +36,17 @@ once, mostly waiting on the scheduler. A file not listed goes to ``slurm``."""
 LONGEST_SCOPES = (
     "slurm",
     "slurm-2",
-    "tests/nemo/",
     "sweep",
     "tests/workflow/test_history_sweeps.py",
     "tests/job/test_run_limits.py",
     "tests/parsers/test_parse_properties.py",
+    "tests/nemo/",
 )
 """The groups that take longest in CI, longest first (``--durations``): queued before the
 rest, so that no long group starts last and keeps one worker busy after the other is done.
 The two Slurm groups come first, one on each worker, and the CPU-bound groups fill in
-around them (kept true by tests/test_prerequisites.py)."""
+around them. The NeMo group comes after the other long ones: CI builds its venv in the
+background meanwhile (tests/nemo/venvs.py). Kept true by tests/test_prerequisites.py."""
 
 
 def xdist_scope(nodeid: str) -> str:

@@ -43,8 +43,11 @@ def build_venv(
     marker: str | Path,
     python: str = sys.executable,
     log: str | Path | None = None,
+    precompile: bool = True,
 ) -> Path:
     """Create (or recreate) ``venv_dir``, install ``requirements``, then write ``marker``.
+    ``precompile=False`` leaves the bytecode to each module's first import (pip's
+    ``--no-compile``), for a venv of which most modules are never imported.
 
     The marker is written last and atomically, so a venv without it is an unfinished
     build (and ``--clear`` starts it again). It holds the interpreter, the requirements'
@@ -58,7 +61,8 @@ def build_venv(
     _run([python, "-m", "venv", "--clear", venv], "python -m venv", log_path)
     vpython = venv / "bin" / "python"
     pip = [vpython, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-    _run([*pip, "install", "-r", req], f"pip install -r {req}", log_path)
+    install = [*pip, "install", *([] if precompile else ["--no-compile"]), "-r", req]
+    _run(install, f"pip install -r {req}", log_path)
     purelib = _run(
         [vpython, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         "locating site-packages",
