@@ -3,6 +3,9 @@ rule calibrate_cpu_peak:
         peak="results/calibration/cpu_peak.json",
     log:
         "results/logs/calibrate_cpu_peak.log",
+    # a node lost under the job (Slurm's NODE_FAIL) is the node's failure, not the
+    # measurement's: the job runs again elsewhere, as a train job's infrastructure retry
+    retries: 2
     conda:
         "../../envs/llmbench.yaml"
     threads: 1
