@@ -140,6 +140,45 @@ def test_bridge_step_time_lines_alone(tmp_path: Path) -> None:
     assert s.tflops_per_gpu_mean == pytest.approx(663.5)
 
 
+BRIDGE_ITERATION = (
+    " [2026-08-20 10:00:00] iteration {i:8d}/{last:8d} | consumed samples: {c:12d} | "
+    "elapsed time per iteration (ms): {ms:.1f} | learning rate: 3.000000E-05 | "
+    "global batch size:   512 | lm loss: 8.114214E+00 | loss scale: 1.0 | grad norm: 0.042 | "
+    "number of skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def bridge_lines(step_time_first: bool) -> list[str]:
+    """Megatron-Bridge 0.5's two lines per step: ``Step Time`` (rank 0) and the iteration
+    line (last rank), here with an odd step every other iteration and its own TFLOPS."""
+    lines = []
+    for i in range(1, 51):
+        ms = 9089.0 + 1000 * (i % 2)
+        step = f"Step Time : {ms / 1000:.2f}s GPU utilization: {600 + i:.1f}MODEL_TFLOP/s/GPU"
+        it = BRIDGE_ITERATION.format(i=i, last=50, c=512 * i, ms=ms)
+        lines += [step, it] if step_time_first else [it, step]
+    return lines
+
+
+@pytest.mark.parametrize("step_time_first", [True, False])
+def test_bridge_step_time_goes_to_the_iteration_it_repeats(tmp_path, step_time_first) -> None:
+    """Rank 0's ``Step Time`` line comes before the last rank's iteration line of the same
+    step (MB:src/megatron/bridge/training/utils/train_utils.py@b50da4c#L1150-1153,
+    L1190-1240), or after it when the ranks' output interleaves: either way each
+    iteration gets the TFLOPS of the line that repeats its step time."""
+    parsed = parse_log(write(tmp_path, bridge_lines(step_time_first)))
+    steps = steps_table(parsed).set_index("iteration")
+    assert steps.tflops_per_gpu.to_dict() == {i: 600.0 + i for i in range(1, 51)}
+    assert parsed.summary.tflops_per_gpu_mean == pytest.approx(639.5)  # iterations 35-44
+
+
+def test_bridge_step_time_of_another_step_is_not_taken(tmp_path) -> None:
+    lines = [BRIDGE_ITERATION.format(i=i, last=50, c=512 * i, ms=9089.0) for i in range(1, 51)]
+    lines.insert(10, "Step Time : 12.34s GPU utilization: 663.5MODEL_TFLOP/s/GPU")
+    steps = steps_table(parse_log(write(tmp_path, lines)))
+    assert steps.tflops_per_gpu.isna().all()
+
+
 def test_maxtext_zero_based_with_expected_steps(tmp_path: Path) -> None:
     lines = [MAXTEXT.format(i=i, t=7.908, tf=460.48, loss="0.000") for i in range(50)]
     s = parse_log(write(tmp_path, lines), expected_steps=50).summary

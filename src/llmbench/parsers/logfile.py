@@ -37,6 +37,9 @@ from llmbench.spec.metrics import DEFAULT_WINDOW
 DEFAULT_TAIL_BYTES = 32 << 20
 """Failure markers are looked for in the last 32 MiB only: a failure ends the job, so its
 evidence is at the end, and the cost of the search stays independent of the log size."""
+BRIDGE_STEP_TIME_TOLERANCE_S = 0.0051
+"""How far a `Step Time` line (two decimals) and its iteration line's elapsed time (0.1 ms)
+may differ: both print one elapsed time, each rounded."""
 
 _STEP_NEEDLES: dict[Framework, tuple[Needle, ...]] = {
     Framework.NEMO2: (Needle(b"train_step_timing in s", "nemo"),),
@@ -121,6 +124,7 @@ class LogReader:
         self._bridge_rows: dict[int, dict[str, float]] = {}
         self._last_megatron: int | None = None
         self._bridge_filled = True
+        self._bridge_pending: dict[str, float] | None = None
         self._last_offset: dict[str, int] = {}
         self.launcher_restarts = 0
 
@@ -153,10 +157,13 @@ class LogReader:
                 self._timing_list = step_lines.parse_nemo_timing_list(line) or self._timing_list
             return
         self.framework = framework
-        if framework is Framework.MEGATRON:
-            self._last_megatron, self._bridge_filled = record.iteration, False
         self.last_iteration_logged = max(self.last_iteration_logged, record.last_iteration)
         self._add_row(_rank_key(line), record.iteration, record.values)
+        if framework is Framework.MEGATRON:
+            self._last_megatron, self._bridge_filled = record.iteration, False
+            pending, self._bridge_pending = self._bridge_pending, None
+            if pending is not None:
+                self._bridge_fill(pending)
         if record.malformed:
             self.malformed[record.iteration] = record.malformed
         else:
@@ -177,19 +184,35 @@ class LogReader:
         self.rows[iteration] = values  # later lines win: a restart re-runs the iteration
 
     def _bridge_step_time(self, line: bytes) -> None:
+        """Megatron-Bridge prints ``Step Time`` on rank 0 just before the last rank prints
+        the iteration line of the same step (both from one elapsed time); with pipeline
+        stages on other ranks the two may come in either order. The line goes to the
+        iteration line next to it whose step time it repeats."""
         if self.framework not in (None, Framework.MEGATRON):
             return
         values = step_lines.parse_bridge_step_time(line)
         if values is None:
             return
-        if self._last_megatron is not None and not self._bridge_filled:
-            row = self.rows.get(self._last_megatron, {})
-            for name, value in values.items():
-                row.setdefault(name, value)  # fill, never overwrite, the iteration line
-            self._bridge_filled = True
-        elif self._last_megatron is None:
+        if self._last_megatron is None:
             # a log with `Step Time` lines only: number them 1, 2, ... like Megatron does
             self._bridge_rows[len(self._bridge_rows) + 1] = values
+        if not self._bridge_fill(values):
+            self._bridge_pending = values  # for the iteration line that follows
+
+    def _bridge_fill(self, values: dict[str, float]) -> bool:
+        """Fill (never overwrite) the last iteration line's values from a ``Step Time``
+        line when that iteration is not filled yet and its step time is the one printed
+        (to the line's two decimals)."""
+        if self._last_megatron is None or self._bridge_filled:
+            return False
+        row = self.rows.get(self._last_megatron, {})
+        logged = row.get("step_time_s", math.nan)
+        if not abs(logged - values["step_time_s"]) <= BRIDGE_STEP_TIME_TOLERANCE_S:
+            return False
+        for name, value in values.items():
+            row.setdefault(name, value)
+        self._bridge_filled = True
+        return True
 
     def _checkpoint(self, line: bytes) -> None:
         if m := _CKPT_SAVE.search(line):
