@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from llmbench.launch.variants import VARIANTS
-from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog import RecipeRow, load_catalog
 from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.runspec import RunSpec
 from tests.helpers import tiny_config
@@ -77,9 +77,26 @@ def profile_spec(workload: str, size: str, gpu_type: str, scale: int, **profile)
     return spec
 
 
+def release_specs(release: str = "v26.08") -> list[RunSpec]:
+    """A later release's first row of each (workload, precision recipe), a perf run with
+    srun + enroot in the release's image: every new family and precision once."""
+    firsts: dict[tuple[str, str], RecipeRow] = {}
+    for row in load_catalog().rows(release=release):
+        firsts.setdefault((row.workload, row.precision), row)
+    config = validate_config(
+        {
+            "sweeps": [row.sweep_entry() for row in firsts.values()],
+            "launcher": "srun",
+            "container": "enroot",
+        }
+    )
+    return run_specs(config)
+
+
 def golden_cases() -> dict[str, RunSpec]:
     """Golden file stem -> spec."""
     cases = {spec.run_id: spec for spec in first_scale_specs()}
+    cases |= {spec.run_id: spec for spec in release_specs()}
     # The 340B document profiles ranks 0-8 only: the rank-selecting wrapper.
     cases["profile_ranks_from_document"] = profile_spec("nemotron4-nemo", "340b", "gb200", 128)
     cases["profile_config_override"] = profile_spec(

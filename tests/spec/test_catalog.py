@@ -28,7 +28,7 @@ def test_workloads_and_gpus(cat):
     assert cat.gpu("h100").gpus_per_node == 8 and cat.gpu("b200").gpus_per_node == 8
     assert cat.gpu("gb200").gpus_per_node == 4 and cat.gpu("gb300").arch == "aarch64"
     assert cat.gpu("h100").arch == "x86_64"
-    assert cat.gpu("b200").peak_tflops == {"bf16": 2250, "fp8": 4500}
+    assert cat.gpu("b200").peak_tflops == {"bf16": 2250, "fp8": 4500, "nvfp4": 9000}
 
 
 def test_every_row_including_superseded_is_valid(cat):

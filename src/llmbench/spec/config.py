@@ -27,7 +27,13 @@ from llmbench.spec.images import parse_image
 from llmbench.spec.launchers import launcher_traits
 from llmbench.spec.limits import RunLimits, resolve_limits
 from llmbench.spec.profiling import default_profile, parse_ranks
-from llmbench.spec.runspec import ModelFields, Parallelism, ProfileSettings, RunSpec
+from llmbench.spec.runspec import (
+    DEFAULT_RELEASE,
+    ModelFields,
+    Parallelism,
+    ProfileSettings,
+    RunSpec,
+)
 from llmbench.spec.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.spec.value_checks import (
     check_credentials,
@@ -403,6 +409,7 @@ def _resolve_tiny(
     _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_workload.GPU_TYPES)
     _check_choice(where, "variants", variant, ("perf",))
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
+    _check_choice(where, "release", sweep.get("release", DEFAULT_RELEASE), (DEFAULT_RELEASE,))
     shape = embedded_workload.SIZES[size]
     ga = embedded_workload.GRAD_ACCUMULATION
     per_node = min(config["ranks_per_node"] or gpus, gpus)
@@ -449,7 +456,15 @@ def _resolve_catalog(
     """A spec workload's run: the catalog row for that scale, validated there."""
     catalog = load_catalog()
     try:
-        row = catalog.row(sweep["workload"], size, dtype, sweep["gpu_type"], gpus, sweep["scaling"])
+        row = catalog.row(
+            sweep["workload"],
+            size,
+            dtype,
+            sweep["gpu_type"],
+            gpus,
+            sweep["scaling"],
+            release=sweep.get("release", DEFAULT_RELEASE),
+        )
     except ConfigError as err:
         raise ConfigError(f"{where}: {err}") from None
     shape = row.model_shape
@@ -466,6 +481,7 @@ def _resolve_catalog(
         row.source,
         size=size,
         dtype=dtype,
+        precision=row.precision,
         gpu_type=row.gpu_type,
         nodes=row.nodes,
         gpus_per_node=gpus_per_node,
@@ -475,6 +491,8 @@ def _resolve_catalog(
         in_image=config["container"] == "enroot" or launcher_traits(config["launcher"]).platform,
     )
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
+    if row.model.extras.as_dict():
+        model["extras"] = row.model.extras.as_dict()
     # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
     model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
     return RunSpec(
@@ -503,6 +521,8 @@ def _resolve_catalog(
         profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
         limits=_limits(config, sweep, row.framework, size, variant),
         parity=parity,
+        release=row.release,
+        precision=row.precision if row.release != DEFAULT_RELEASE else "",
     )
 
 

@@ -1,7 +1,8 @@
 """What a sweep will cost before it is submitted: runs, nodes, GPUs, GPU-hours, images.
 
-GPU-hours are estimated from the spec's published step time for the same
-(workload, size, dtype, GPU type, GPUs) where one exists: steps x step time x GPUs.
+GPU-hours are estimated from the published step time for the same (workload, size,
+dtype, GPU type, GPUs, release, GBS) where one exists (the spec's tables, NVIDIA's
+performance-summary rows): steps x step time x GPUs.
 Runs without a reference get no estimate rather than a guess.
 """
 
@@ -25,6 +26,7 @@ PLAN_COLUMNS = (
     "gpus",
     "nodes",
     "variant",
+    "release",
     "steps",
     "runtime_limit_min",
     "reference_step_time_s",
@@ -34,21 +36,29 @@ PLAN_COLUMNS = (
 )
 
 
-def reference_step_times(published: Iterable[Any]) -> dict[tuple[str, str, str, str, int], float]:
-    """(workload, size, dtype, gpu_type, gpus) -> published step time in seconds."""
-    return {row.key(): row.step_time_s for row in published if row.kind == "table"}
+PlanKey = tuple[str, str, str, str, int, str, int]
+"""(workload, size, dtype, gpu_type, GPUs, release, GBS): a run's published counterpart."""
 
 
-def plan_table(
-    specs: Iterable[RunSpec],
-    references: Mapping[tuple[str, str, str, str, int], float],
-) -> pd.DataFrame:
+def reference_step_times(published: Iterable[Any]) -> dict[PlanKey, float]:
+    """Published step times by ``PlanKey``: the spec's tables, then the performance
+    summary rows (a table row wins where both have one)."""
+    out: dict[PlanKey, float] = {}
+    for row in published:
+        if row.kind in ("table", "summary"):
+            key = (*row.key(), row.release, row.gbs)
+            out.setdefault(key, row.step_time_s)
+    return out
+
+
+def plan_table(specs: Iterable[RunSpec], references: Mapping[PlanKey, float]) -> pd.DataFrame:
     """One row per run with its estimate and the image the workflow imports for it
     (``llmbench.spec.stage.image_import``; empty when the run uses no container)."""
     rows = []
     for spec in specs:
         imported = image_import(spec)
-        key = (spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus)
+        key = (spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus, spec.release,
+               spec.global_batch_size)  # fmt: skip
         step_s = references.get(key, math.nan)
         runtime_min = spec.steps * step_s / 60
         rows.append(
@@ -61,6 +71,7 @@ def plan_table(
                 "gpus": spec.gpus,
                 "nodes": spec.nodes,
                 "variant": spec.variant,
+                "release": spec.release,
                 "steps": spec.steps,
                 "runtime_limit_min": spec.limits.time_limit_s // 60,
                 "reference_step_time_s": step_s,

@@ -10,13 +10,17 @@ from typing import Any, TypedDict
 from llmbench.spec.limits import RunLimits, default_limits
 
 _NAME = r"[a-z0-9][a-z0-9.-]*"
+DEFAULT_RELEASE = "spec"
+"""The release of a run whose sweep entry names none (the spec's documents): its ids carry
+no release; another release's ids end their scale (group) part with ``-<release>``."""
+_RELEASE = r"(?:-v[0-9]{2}\.[0-9]{2})?"
 RUN_ID_PATTERN = (
-    rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?"
+    rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8|nvfp4)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?{_RELEASE}"
     r"_(?:perf|profile|nccltrace|ckpt-save|ckpt-load)"
 )
 """The shape of every ``run_id``: a short regex for Snakemake's wildcard constraint (a list
 of 10,000 ids would be substituted into every file pattern and make the DAG quadratic)."""
-GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9][a-z0-9-]*_(?:weak|strong)"
+GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9][a-z0-9-]*_(?:weak|strong){_RELEASE}"
 """The shape of every ``group_id``."""
 
 
@@ -68,8 +72,9 @@ class Parallelism(TypedDict, total=False):
 
 class ModelFields(TypedDict, total=False):
     """The model a run builds: ``llmbench.spec.flops.ModelShape``'s fields (the row's layers
-    and sequence length, the vocabulary as built), its FLOPs formula family and, for a
-    catalog workload, the recipe document it comes from."""
+    and sequence length, the vocabulary as built), its FLOPs formula family, for a catalog
+    workload the recipe document it comes from, and for a model with experts, latent
+    attention or MTP its ``extras`` (``llmbench.spec.flops.ModelExtras``, set fields only)."""
 
     flops_formula: str
     source: str
@@ -80,6 +85,7 @@ class ModelFields(TypedDict, total=False):
     query_groups: int
     vocab: int
     seq_len: int
+    extras: dict[str, int]
 
 
 class ProfileSettings(TypedDict, total=False):
@@ -124,6 +130,12 @@ class RunSpec:
     """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config)."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.spec.limits``); None takes the defaults."""
+    release: str = DEFAULT_RELEASE
+    """The reference release the run's recipe row belongs to (``catalog/releases.yaml``)."""
+    precision: str = ""
+    """The precision recipe the GEMMs run in (``catalog.records.PRECISIONS``) of a later
+    release's run; empty for a spec run, whose dtype and document say it
+    (``catalog.records.precision_of``)."""
 
     def __post_init__(self) -> None:
         if self.limits is None:
@@ -135,12 +147,16 @@ class RunSpec:
         """Readable, stable id, e.g. ``tiny-llama_tiny_bf16_cpux2_perf`` or
         ``nemotron4-nemo_340b_fp8_gb200x128-strong_perf``."""
         scale = f"{self.gpu_type}x{self.gpus}" + ("-strong" if self.scaling == "strong" else "")
-        return f"{self.workload}_{self.size}_{self.dtype}_{scale}_{self.variant}"
+        return f"{self.workload}_{self.size}_{self.dtype}_{scale}{self._release_tag}_{self.variant}"
+
+    @property
+    def _release_tag(self) -> str:
+        return "" if self.release == DEFAULT_RELEASE else f"-{self.release}"
 
     @property
     def group_id(self) -> str:
         """Runs that form one scaling curve differ only in scale and dtype."""
-        return f"{self.workload}_{self.size}_{self.gpu_type}_{self.scaling}"
+        return f"{self.workload}_{self.size}_{self.gpu_type}_{self.scaling}{self._release_tag}"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data; nested mappings are copies. Field by field, not
@@ -156,6 +172,8 @@ class RunSpec:
         # RunLimits holds plain numbers (half of this method's time went to asdict)
         data["limits"] = dict(vars(self.limits)) if self.limits is not None else None
         data["run_id"] = self.run_id
+        if self.release == DEFAULT_RELEASE:  # a spec run's files stay as they were
+            del data["release"], data["precision"]
         return data
 
     def to_json(self) -> str:

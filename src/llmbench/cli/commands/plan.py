@@ -7,7 +7,7 @@ import json
 import sys
 
 from llmbench.launch.launchers import check_platforms, missing_before_start
-from llmbench.spec.catalog import published_results
+from llmbench.spec.catalog.published import reference_results
 from llmbench.spec.config import check_experiment, merge_config
 from llmbench.spec.plan import plan_summary, plan_table, reference_step_times
 from llmbench.spec.runspec import RunSpec
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     secret = missing_before_start(specs)
     if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
         _warn(secret)
-    plan = plan_table(specs, reference_step_times(published_results()))
+    plan = plan_table(specs, reference_step_times(reference_results()))
     summary = plan_summary(plan)
     if args.format == "json":
         records = json.loads(plan.to_json(orient="records"))

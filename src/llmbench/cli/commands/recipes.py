@@ -1,5 +1,5 @@
 """``llmbench recipes``: the catalog, one row per (workload, size, dtype, GPU type, scale,
-scaling) with nodes and every parallelism field."""
+scaling) with nodes, every parallelism field, the precision recipe and the release."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmbench.spec.catalog import ROW_FIELDS, load_catalog
+from llmbench.spec.runspec import DEFAULT_RELEASE
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +22,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workload", help="only this workload id")
     parser.add_argument("--gpu-type", help="only this GPU type (h100, b200, gb200, gb300)")
     parser.add_argument("--size", help="only this model size")
-    parser.add_argument("--dtype", help="only this dtype (bf16, fp8)")
+    parser.add_argument("--dtype", help="only this dtype (bf16, fp8, nvfp4)")
+    parser.add_argument(
+        "--release",
+        default=DEFAULT_RELEASE,
+        help=f"only this reference release (default {DEFAULT_RELEASE}: the spec's documents; "
+        "'all' for every release; e.g. v26.08)",
+    )
     parser.add_argument(
         "--include-superseded",
         action="store_true",
@@ -58,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         gpu_type=args.gpu_type,
         include_superseded=args.include_superseded,
+        release=None if args.release == "all" else args.release,
     )
     records = [r.as_dict() for r in rows]
     if args.format == "json":

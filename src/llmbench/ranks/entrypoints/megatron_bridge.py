@@ -1,4 +1,11 @@
-"""Megatron-Bridge entry point: the library's pretrain config for the spec, trained here."""
+"""Megatron-Bridge entry point: the library's pretrain config for the spec, trained here.
+
+Two recipe styles, as the reference's releases call the library: the spec's document
+(Megatron-Bridge f23d790) calls ``megatron.bridge.recipes.llama.<module>.pretrain_config``
+with the precision config; the exemplar releases (v26.08, Megatron-Bridge 0.5 in the image)
+call one function per model (``recipe_function``, e.g.
+``megatron.bridge.recipes.llama.llama3.llama3_70b_pretrain_config``) and set the precision,
+the communication overlap and the perf config's values on the object it returns."""
 
 from __future__ import annotations
 
@@ -24,16 +31,36 @@ RECIPES = {
 """Module in ``megatron.bridge.recipes.llama`` (its ``pretrain_config``) per workload and size,
 as the reference calls them at Megatron-Bridge f23d790 (catalog/parity.yaml)."""
 
-SPECIAL = {"recipe_module", "mixed_precision", "comm_overlap.tp_comm_overlap_cfg"}
+SPECIAL = {
+    "recipe_module", "recipe_function", "mixed_precision", "comm_overlap",
+    "comm_overlap.tp_comm_overlap_cfg", "pipeline_layout_function",
+}  # fmt: skip
 """Parity recipe settings the entry point builds itself; every other one is a dotted path."""
+RECIPES_PACKAGE = "megatron.bridge.recipes.llama"
 
 
 def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
-    """``megatron.bridge.recipes.llama.<module>.pretrain_config`` and its arguments."""
+    """The recipe and its arguments: the module of ``megatron.bridge.recipes.llama`` whose
+    ``pretrain_config(mock=True)`` the spec's document calls, or a release's
+    ``recipe_function`` (a dotted name), called without arguments."""
     spec = options.spec
     recipe = parity_settings(spec.parity, "recipe")
+    if "recipe_function" in recipe:
+        return str(recipe["recipe_function"]), {}
     module = recipe.get("recipe_module", pick(RECIPES, spec, "megatron-bridge"))
     return module, {"mock": True}
+
+
+def recipe_function(options: EntryOptions) -> str:
+    """The dotted name of the function ``build_config`` calls."""
+    name, _ = recipe_call(options)
+    return name if release_style(options) else f"{RECIPES_PACKAGE}.{name}.pretrain_config"
+
+
+def release_style(options: EntryOptions) -> bool:
+    """The recipe is a release's function: CUDA graphs come from the settings
+    (``model.cuda_graph_impl``), not the row's ``enable_cuda_graph`` switch."""
+    return "recipe_function" in parity_settings(options.spec.parity, "recipe")
 
 
 FP8_RECIPE = "bf16_with_fp8_current_scaling_mixed"
@@ -48,7 +75,8 @@ def precision(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     """
     spec = options.spec
     recipe = parity_settings(spec.parity, "recipe")
-    name = recipe.get("mixed_precision", FP8_RECIPE) if spec.dtype == "fp8" else "bf16_mixed"
+    default = FP8_RECIPE if spec.dtype == "fp8" else "bf16_mixed"
+    name = recipe.get("mixed_precision") or default
     prefix = "mixed_precision."
     return name, {k[len(prefix) :]: v for k, v in recipe.items() if k.startswith(prefix)}
 
@@ -75,7 +103,7 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["model.expert_tensor_parallel_size"] = p["etp"]
     if p.get("fsdp"):
         out["ddp.use_megatron_fsdp"] = True
-    if p.get("cuda_graphs"):
+    if p.get("cuda_graphs") and not release_style(options):
         out["model.enable_cuda_graph"] = True
     if p.get("recompute_layers"):
         out["model.recompute_granularity"] = "full"
@@ -103,15 +131,16 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
 
 def resolved(options: EntryOptions) -> dict[str, Any]:
     """What this entry point builds for the run, as data (``llmbench render``)."""
-    module, kwargs = recipe_call(options)
+    _, kwargs = recipe_call(options)
     name, fields = precision(options)
+    recipe = parity_settings(options.spec.parity, "recipe")
     return {
-        "recipe": f"megatron.bridge.recipes.llama.{module}.pretrain_config",
+        "recipe": recipe_function(options),
         "recipe_kwargs": kwargs,
         "mixed_precision": {"function": name, "fields": fields},
-        "tp_comm_overlap_cfg": parity_settings(options.spec.parity, "recipe").get(
-            "comm_overlap.tp_comm_overlap_cfg"
-        ),
+        "comm_overlap": recipe.get("comm_overlap"),
+        "tp_comm_overlap_cfg": recipe.get("comm_overlap.tp_comm_overlap_cfg"),
+        "pipeline_layout_function": recipe.get("pipeline_layout_function"),
         "overrides": overrides(options),
         "decided_in_container": common.pending_settings(options.spec),
     }
@@ -123,28 +152,40 @@ def build_config(options: EntryOptions) -> Any:  # pragma: no cover - needs the 
     Every override must name a field of the library's config (``set_path``): an override
     the installed Megatron-Bridge does not know fails here, before any training.
     """
-    module_name, kwargs = recipe_call(options)
+    _, kwargs = recipe_call(options)
     precision_name, precision_fields = precision(options)
+    recipe = parity_settings(options.spec.parity, "recipe")
     # heavy optional dependency (in the training image or venv): imported only here
-    from megatron.bridge.training import mixed_precision
+    from megatron.bridge.training import comm_overlap, mixed_precision
 
-    try:
-        module = importlib.import_module(f"megatron.bridge.recipes.llama.{module_name}")
-    except ImportError as exc:
-        raise LaunchError(f"megatron.bridge.recipes.llama.{module_name}: {exc}") from None
     mixed = getattr(mixed_precision, precision_name)()
     for name, value in precision_fields.items():
         common.set_path(mixed, name, value)
-    config = module.pretrain_config(precision_config=mixed, **kwargs)
-    cfg_name = parity_settings(options.spec.parity, "recipe").get(
-        "comm_overlap.tp_comm_overlap_cfg"
-    )
+    function = _function(recipe_function(options))
+    if release_style(options):  # the release's builders set the precision on the object
+        config = function(**kwargs)
+        config.mixed_precision = mixed
+    else:
+        config = function(precision_config=mixed, **kwargs)
+    if isinstance(recipe.get("comm_overlap"), dict):
+        config.comm_overlap = comm_overlap.CommOverlapConfig(**recipe["comm_overlap"])
+    cfg_name = recipe.get("comm_overlap.tp_comm_overlap_cfg")
     if cfg_name:
-        from megatron.bridge.training import comm_overlap  # the userbuffers configs live here
-
         config.comm_overlap.tp_comm_overlap_cfg = getattr(comm_overlap, cfg_name)
     apply_overrides(config, overrides(options))
+    layout = recipe.get("pipeline_layout_function")
+    if layout and "model.pipeline_model_parallel_layout" not in recipe:
+        _function(layout)(config.model)  # for the run's PP and VP sizes
     return config
+
+
+def _function(dotted: str) -> Any:  # pragma: no cover - needs the library
+    """The library function a dotted name names; one line when the image lacks it."""
+    module_name, _, name = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise LaunchError(f"{dotted}: not in this image's Megatron-Bridge: {exc}") from None
 
 
 def _plain(value: Any) -> Any:

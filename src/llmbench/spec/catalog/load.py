@@ -1,9 +1,9 @@
 """Loading the catalog's YAML files into validated records.
 
 Data lives in this folder as YAML (``gpus.yaml``, ``models.yaml``, ``documents.yaml``,
-``workload.<id>.yaml``, ``published.yaml``); this module reads it, expands document tables
-into one row per scale (formulas evaluated) and checks every row with
-``llmbench.spec.catalog.rules``. See docs/catalog.md.
+``releases.yaml``, ``workload.<id>.yaml``, ``published.yaml``); this module reads it,
+expands document tables into one row per scale (formulas evaluated) and checks every row
+with ``llmbench.spec.catalog.rules``. See docs/catalog.md.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from llmbench.errors import ConfigError
 from llmbench.spec.catalog.formulas import evaluate, is_formula, parse_range, power_of_two_scales
 from llmbench.spec.catalog.query import Catalog, not_allowed
 from llmbench.spec.catalog.records import (
+    DEFAULT_RELEASE,
     FRAMEWORKS,
     Checkpoint,
     Document,
@@ -27,10 +28,12 @@ from llmbench.spec.catalog.records import (
     ModelSpec,
     Profiling,
     RecipeRow,
+    Release,
     Workload,
+    precision_of,
 )
 from llmbench.spec.catalog.rules import validate_row
-from llmbench.spec.flops import ModelShape
+from llmbench.spec.flops import ModelExtras, ModelShape
 
 ROW_DEFAULTS: dict[str, Any] = {
     "ep": None,
@@ -78,8 +81,29 @@ def _load_documents(raw: Mapping[str, Any]) -> dict[str, Document]:
             timing_method=timing["method"],
             timing_iterations=tuple(timing["iterations"]) if "iterations" in timing else None,
             profiling=Profiling(source=name, **prof) if prof else None,
+            release=d.get("release", DEFAULT_RELEASE),
+            tag=d.get("tag", ""),
+            fp8_recipe=d.get("fp8_recipe", ""),
         )
     return docs
+
+
+def _load_releases(raw: Mapping[str, Any], documents: Mapping[str, Document]) -> dict[str, Release]:
+    releases = {}
+    for name, r in raw["releases"].items():
+        releases[name] = Release(
+            release=name,
+            title=r["title"],
+            source=r["source"],
+            date=str(r["date"]),
+            container=r.get("container") or "",
+            documents=tuple(d.name for d in documents.values() if d.release == name),
+            note=r.get("note", ""),
+        )
+    for doc in documents.values():
+        if doc.release not in releases:
+            raise not_allowed("release", doc.release, sorted(releases), doc.name)
+    return releases
 
 
 def _load_gpus(raw: Mapping[str, Any]) -> dict[str, GpuType]:
@@ -102,6 +126,7 @@ def _load_models(
     models = {}
     for model_id, m in raw["models"].items():
         shape = ModelShape(**m["shape"])
+        extras = ModelExtras.from_dict(m.get("extras"))
         specs = [
             ModelSpec(
                 model_id=model_id,
@@ -114,11 +139,17 @@ def _load_models(
                     if f.get("printed_flops_per_sample") is not None
                     else None
                 ),
-                experts=int(m.get("experts", 0)),
+                extras=extras,
             )
             for f in m["formulas"]
         ]
-        specs.sort(key=lambda s: -documents[s.source].rank)
+
+        # the default formula of a model is the newest of the spec's documents that has one
+        def newest_spec_first(spec: ModelSpec) -> tuple[bool, int]:
+            document = documents[spec.source]
+            return document.release != DEFAULT_RELEASE, -document.rank
+
+        specs.sort(key=newest_spec_first)
         models[model_id] = tuple(specs)
     return models
 
@@ -127,15 +158,28 @@ def _scale_range(value: Any) -> tuple[int, int] | None:
     return parse_range(value) if isinstance(value, str) and "-" in value else None
 
 
+def _scales(value: Any) -> list[int]:
+    """A table's ``gpus``: a range (its power-of-two scales), one scale, or a list (the
+    scales a release's metadata lists, e.g. ``[256, 512]``)."""
+    if isinstance(value, list):
+        return sorted(int(v) for v in value)
+    lo, hi = parse_range(value)
+    return power_of_two_scales(lo, hi)
+
+
 def _table_rows(
     workload: Workload,
     table: Mapping[str, Any],
     gpu: GpuType,
     models: Mapping[str, tuple[ModelSpec, ...]],
+    document: Document,
 ) -> list[RecipeRow]:
-    """One document table -> rows: dtypes split, GPU ranges expanded, formulas evaluated."""
+    """One document table -> rows: dtypes split, GPU ranges (or lists) expanded, formulas
+    evaluated. A row's ``fp8_recipe`` column, else the table's, else the document's, says
+    how its FP8 scales."""
     columns = table["columns"]
     fixed = {k: table[k] for k in ("scaling", "superseded_by") if k in table}
+    table_fp8 = table.get("fp8_recipe", document.fp8_recipe)
     rows: list[RecipeRow] = []
     for values in table["rows"]:
         if len(values) != len(columns):
@@ -144,7 +188,8 @@ def _table_rows(
                 f"{len(columns)} columns"
             )
         cells = {c: _na(v) for c, v in zip(columns, values, strict=True)}
-        lo, hi = parse_range(cells["gpus"])
+        fp8_recipe = cells.pop("fp8_recipe", None) or table_fp8
+        scales = _scales(cells["gpus"])
         formulas = tuple((k, v) for k, v in cells.items() if is_formula(v))
         size = cells.pop("size")
         if size not in workload.sizes:
@@ -152,7 +197,7 @@ def _table_rows(
         specs = models[workload.sizes[size]]
         spec = next((s for s in specs if s.source == table["source"]), specs[0])
         for dtype in str(cells.pop("dtype")).lower().split("/"):
-            for gpus in power_of_two_scales(lo, hi):
+            for gpus in scales:
                 concrete = {
                     k: evaluate(v, gpus, k) if is_formula(v) else v
                     for k, v in cells.items()
@@ -170,8 +215,12 @@ def _table_rows(
                         nodes=max(1, -(-gpus // gpu.gpus_per_node)),
                         scaling=fields.pop("scaling", "weak"),
                         source=table["source"],
+                        release=document.release,
+                        precision=precision_of(dtype, fp8_recipe),
                         formulas=formulas,
-                        scale_range=_scale_range(cells["gpus"]),
+                        scale_range=None
+                        if isinstance(cells["gpus"], list)
+                        else _scale_range(cells["gpus"]),
                         model=spec,
                         gpu=gpu,
                         **fields,
@@ -201,6 +250,7 @@ def _load_workload(
     raw: Mapping[str, Any],
     gpus: Mapping[str, GpuType],
     models: Mapping[str, tuple[ModelSpec, ...]],
+    documents: Mapping[str, Document],
 ) -> tuple[Workload, list[RecipeRow]]:
     if raw["framework"] not in FRAMEWORKS:
         raise not_allowed("framework", raw["framework"], FRAMEWORKS, raw["id"])
@@ -226,7 +276,8 @@ def _load_workload(
     )
     rows: list[RecipeRow] = []
     for table in raw["tables"]:
-        rows.extend(_table_rows(workload, table, gpus[table["gpu_type"]], models))
+        document = documents[table["source"]]
+        rows.extend(_table_rows(workload, table, gpus[table["gpu_type"]], models, document))
     return workload, rows
 
 
@@ -235,6 +286,8 @@ WORKLOAD_FILES = (
     "workload.nemotron4-nemo.yaml",
     "workload.llama3.1-mbridge.yaml",
     "workload.llama2-maxtext.yaml",
+    "workload.qwen3-mbridge.yaml",
+    "workload.deepseek-v3-mbridge.yaml",
 )
 
 
@@ -244,13 +297,14 @@ def load_catalog() -> Catalog:
     documents = _load_documents(read_yaml("documents.yaml"))
     gpus = _load_gpus(read_yaml("gpus.yaml"))
     models = _load_models(read_yaml("models.yaml"), documents)
+    releases = _load_releases(read_yaml("releases.yaml"), documents)
     workloads: dict[str, Workload] = {}
     rows: list[RecipeRow] = []
     for name in WORKLOAD_FILES:
-        workload, wl_rows = _load_workload(read_yaml(name), gpus, models)
+        workload, wl_rows = _load_workload(read_yaml(name), gpus, models, documents)
         workloads[workload.workload] = workload
         rows.extend(wl_rows)
     rows = _with_listed_scales(rows)
     for r in rows:
         validate_row(r)
-    return Catalog(documents, gpus, models, workloads, rows)
+    return Catalog(documents, gpus, models, workloads, rows, releases)

@@ -22,8 +22,8 @@ from llmbench.spec.runspec import meets_requirement, parity_settings
 
 KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging")
 _WHEN_KEYS = (
-    "gpu_type", "size", "dtype", "gpus_per_node", "launcher", "min", "any_min", "nodes_min",
-    "nodes_max", "cuda_graphs", "fsdp",
+    "gpu_type", "size", "dtype", "precision", "gpus_per_node", "launcher", "min", "any_min",
+    "nodes_min", "nodes_max", "gpus", "gpus_min", "cuda_graphs", "fsdp",
 )  # fmt: skip
 REPOS = {
     "DGXC": "NVIDIA/dgxc-benchmarking",
@@ -32,6 +32,7 @@ REPOS = {
     "MCore": "NVIDIA/Megatron-LM",
     "MT": "AI-Hypercomputer/maxtext",
     "Run": "NVIDIA-NeMo/Run",
+    "EP": "NVIDIA/exemplar-performance",
 }
 """Short repository names of the citations."""
 CITATION = re.compile(
@@ -126,8 +127,12 @@ def image_versions(image: str) -> dict[str, str] | None:
 
 def _holds(when: Mapping[str, Any], run: Mapping[str, Any]) -> bool:
     p = run["parallelism"]
-    for key in ("gpu_type", "size", "dtype", "gpus_per_node", "launcher"):
-        if key in when and run[key] not in when[key]:
+    for key in ("gpu_type", "size", "dtype", "precision", "gpus_per_node", "launcher"):
+        if key in when and run.get(key) not in when[key]:
+            return False
+    if "gpus" in when or "gpus_min" in when:
+        gpus = run["nodes"] * run["gpus_per_node"]
+        if gpus not in when.get("gpus", [gpus]) or gpus < when.get("gpus_min", 0):
             return False
     if any((p.get(k) or 1) < v for k, v in when.get("min", {}).items()):
         return False
@@ -181,7 +186,7 @@ def xla_flags(divisors: Mapping[str, int]) -> str:
 
 SYMBOLS = frozenset(
     {"tp_gt_1", "dp_pp_vp_gt_1", "row_cuda_graphs", "same_as_cuda_graph", "rack", "nodes",
-     "xla_flags"}
+     "xla_flags", "ep", "ep_up_to_8"}
 )  # fmt: skip
 """Values ``_value`` computes for the run; every other value is literal."""
 
@@ -199,6 +204,10 @@ def _value(value: Any, run: Mapping[str, Any], picked: Mapping[str, Any]) -> Any
         "rack": lambda: rack_segment(run["nodes"]),
         "nodes": lambda: run["nodes"],
         "xla_flags": lambda: xla_flags(picked[("recipe", "xla_combine_divisors")]),
+        # HybridEP ranks per NVLink domain (MB:scripts/performance/perf_plugins.py@b50da4c
+        # #L383-393): EP on NVL72, at most 8 on 8-GPU nodes
+        "ep": lambda: str(p.get("ep") or 1),
+        "ep_up_to_8": lambda: str(min(8, p.get("ep") or 1)),
     }
     return symbols[value]()
 
@@ -226,6 +235,7 @@ def resolve_parity(
     nodes: int,
     gpus_per_node: int,
     parallelism: Mapping[str, Any],
+    precision: str = "",
     launcher: str = "srun",
     image: str = "",
     in_image: bool = True,
@@ -239,8 +249,9 @@ def resolve_parity(
     if entry is None:
         return {}
     run = {
-        "size": size, "dtype": dtype, "gpu_type": gpu_type, "nodes": nodes,
-        "gpus_per_node": gpus_per_node, "parallelism": dict(parallelism), "launcher": launcher,
+        "size": size, "dtype": dtype, "precision": precision, "gpu_type": gpu_type,
+        "nodes": nodes, "gpus_per_node": gpus_per_node, "parallelism": dict(parallelism),
+        "launcher": launcher,
     }  # fmt: skip
     stack = _stack(image, reference_image(workload, document, gpu_type), in_image)
     versions = stack["versions"] or None

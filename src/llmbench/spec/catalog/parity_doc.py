@@ -85,7 +85,7 @@ def _image_line(entry: Mapping[str, Any], gpu_type: str) -> str:
 
 
 def _gpu_types(workload: str, document: str) -> list[str]:
-    rows = load_catalog().rows(workload, include_superseded=True)
+    rows = load_catalog().rows(workload, include_superseded=True, release=None)
     return sorted({r.gpu_type for r in rows if r.source == document})
 
 

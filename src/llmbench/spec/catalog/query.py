@@ -12,6 +12,7 @@ from typing import Any
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog.records import (
+    DEFAULT_RELEASE,
     DTYPES,
     SCALINGS,
     Checkpoint,
@@ -20,6 +21,7 @@ from llmbench.spec.catalog.records import (
     ModelSpec,
     Profiling,
     RecipeRow,
+    Release,
     Workload,
 )
 from llmbench.spec.catalog.rules import scale_message, with_overrides
@@ -32,7 +34,8 @@ def not_allowed(kind: str, value: object, allowed: Iterable[str], context: str =
 
 
 class Catalog:
-    """Every workload, size, dtype, GPU type and scale of the spec, validated."""
+    """Every workload, size, dtype, GPU type and scale of every reference release,
+    validated."""
 
     def __init__(
         self,
@@ -41,23 +44,36 @@ class Catalog:
         models: Mapping[str, tuple[ModelSpec, ...]],
         workloads: Mapping[str, Workload],
         rows: Iterable[RecipeRow],
+        releases: Mapping[str, Release] | None = None,
     ) -> None:
         self._documents = dict(documents)
         self._gpus = dict(gpus)
         self._models = dict(models)
         self._workloads = dict(workloads)
         self._rows = list(rows)
+        self._releases = dict(releases or {})
 
     # --- names -----------------------------------------------------------------------
-    def workloads(self) -> list[str]:
-        """Workload ids, sorted."""
-        return sorted(self._workloads)
+    def workloads(self, release: str | None = DEFAULT_RELEASE) -> list[str]:
+        """Workload ids with rows in ``release`` (the spec's by default; None: every
+        release's), sorted."""
+        if release is None:
+            return sorted(self._workloads)
+        return sorted({r.workload for r in self._rows if r.release == release})
 
     def workload(self, workload: str) -> Workload:
         """The workload record; ConfigError naming the allowed ids."""
         if workload not in self._workloads:
-            raise not_allowed("workload", workload, self.workloads())
+            raise not_allowed("workload", workload, self._workloads_by_release())
         return self._workloads[workload]
+
+    def _workloads_by_release(self) -> list[str]:
+        """The default release's workloads, then each other release's own, marked."""
+        allowed = self.workloads()
+        for release in self.releases()[1:]:
+            more = [w for w in self.workloads(release) if w not in allowed]
+            allowed += [f"{w} (release {release})" for w in more]
+        return allowed
 
     def gpu_types(self) -> list[str]:
         """GPU type ids, sorted."""
@@ -68,6 +84,16 @@ class Catalog:
         if gpu_type not in self._gpus:
             raise not_allowed("gpu_type", gpu_type, self.gpu_types())
         return self._gpus[gpu_type]
+
+    def releases(self) -> list[str]:
+        """Release ids, the default (the spec's) first."""
+        return sorted(self._releases, key=lambda r: (r != DEFAULT_RELEASE, r))
+
+    def release(self, release: str) -> Release:
+        """One reference release; ConfigError naming the allowed ids."""
+        if release not in self._releases:
+            raise not_allowed("release", release, self.releases())
+        return self._releases[release]
 
     def document(self, source: str) -> Document:
         """One spec document's record."""
@@ -107,9 +133,13 @@ class Catalog:
         gpu_type: str | None = None,
         scaling: str | None = None,
         include_superseded: bool = False,
+        release: str | None = DEFAULT_RELEASE,
     ) -> list[RecipeRow]:
-        """Catalog rows matching every given filter (superseded rows only on request)."""
-        return list(self._rows_cached(workload, size, dtype, gpu_type, scaling, include_superseded))
+        """Catalog rows matching every given filter: superseded rows only on request, the
+        rows of ``release`` (the spec's by default; None: every release's)."""
+        return list(
+            self._rows_cached(workload, size, dtype, gpu_type, scaling, include_superseded, release)
+        )
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - the catalog lives as long as the process
     def _rows_cached(
@@ -120,15 +150,19 @@ class Catalog:
         gpu_type: str | None,
         scaling: str | None,
         include_superseded: bool,
+        release: str | None = None,
     ) -> tuple[RecipeRow, ...]:
         # A 10,000-run sweep looks rows up once per run: a scan each time adds up.
         self._check_names(workload, size, dtype, gpu_type, scaling)
+        if release is not None:
+            self.release(release)
         wanted = {
             "workload": workload,
             "size": size,
             "dtype": dtype,
             "gpu_type": gpu_type,
             "scaling": scaling,
+            "release": release,
         }
         return tuple(
             r
@@ -146,16 +180,20 @@ class Catalog:
         gpus: int,
         scaling: str = "weak",
         source: str | None = None,
+        release: str = DEFAULT_RELEASE,
     ) -> RecipeRow:
-        """The row for one scale; a scale inside a formula range that is not listed is
-        derived from the formulas and validated. ``source`` picks a superseded document."""
+        """The row for one scale of ``release``; a scale inside a formula range that is not
+        listed is derived from the formulas and validated. ``source`` picks a superseded
+        document."""
         candidates = [
             r
-            for r in self.rows(workload, size, dtype, gpu_type, scaling, include_superseded=True)
+            for r in self.rows(
+                workload, size, dtype, gpu_type, scaling, include_superseded=True, release=release
+            )
             if (r.source == source if source else r.superseded_by is None)
         ]
         if not candidates:
-            raise self._no_rows(workload, size, dtype, gpu_type, scaling, source)
+            raise self._no_rows(workload, size, dtype, gpu_type, scaling, source, release)
         for r in candidates:
             if r.gpus == gpus:
                 return r
@@ -166,10 +204,17 @@ class Catalog:
         raise ConfigError(f"gpus={gpus} {scale_message(template)}")
 
     def scales(
-        self, workload: str, size: str, dtype: str, gpu_type: str, scaling: str = "weak"
+        self,
+        workload: str,
+        size: str,
+        dtype: str,
+        gpu_type: str,
+        scaling: str = "weak",
+        release: str = DEFAULT_RELEASE,
     ) -> list[int]:
         """The listed scales (GPU counts) of one configuration."""
-        return sorted({r.gpus for r in self.rows(workload, size, dtype, gpu_type, scaling)})
+        rows = self.rows(workload, size, dtype, gpu_type, scaling, release=release)
+        return sorted({r.gpus for r in rows})
 
     def _check_names(
         self,
@@ -202,21 +247,32 @@ class Catalog:
         gpu_type: str,
         scaling: str,
         source: str | None,
+        release: str = DEFAULT_RELEASE,
     ) -> ConfigError:
         """Name the first key that has no rows, with the values that do."""
         steps: list[tuple[str, str, dict[str, Any]]] = [
-            ("dtype", dtype, {"workload": workload, "size": size}),
-            ("gpu_type", gpu_type, {"workload": workload, "size": size, "dtype": dtype}),
+            ("release", release, {"workload": workload, "size": size, "release": None}),
+            ("dtype", dtype, {"workload": workload, "size": size, "release": release}),
+            (
+                "gpu_type",
+                gpu_type,
+                {"workload": workload, "size": size, "dtype": dtype, "release": release},
+            ),
             (
                 "scaling",
                 scaling,
-                {"workload": workload, "size": size, "dtype": dtype, "gpu_type": gpu_type},
+                {"workload": workload, "size": size, "dtype": dtype, "gpu_type": gpu_type,
+                 "release": release},
             ),
-        ]
+        ]  # fmt: skip
         for key, value, filters in steps:
             have = sorted({getattr(r, key) for r in self.rows(**filters)})
             if value not in have:
-                context = " ".join(str(v) for v in filters.values())
+                context = " ".join(str(v) for k, v in filters.items() if k != "release")
+                if key != "release" and release != DEFAULT_RELEASE:
+                    context += f" in release {release}"
                 return not_allowed(key, value, have, context)
-        have = sorted({r.source for r in self.rows(workload, size, dtype, gpu_type, scaling, True)})
+        have = sorted(
+            {r.source for r in self.rows(workload, size, dtype, gpu_type, scaling, True, release)}
+        )
         return not_allowed("source", source, have, f"{workload} {size} {dtype} {gpu_type}")

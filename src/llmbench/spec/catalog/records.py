@@ -8,10 +8,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.errors import ConfigError
-from llmbench.spec.flops import ModelShape
+from llmbench.spec.flops import NO_EXTRAS, ModelExtras, ModelShape
+from llmbench.spec.runspec import DEFAULT_RELEASE
 
 FRAMEWORKS = ("nemo2", "megatron-bridge", "maxtext")
-DTYPES = ("bf16", "fp8")
+DTYPES = ("bf16", "fp8", "nvfp4")
+"""What a sweep asks the GEMMs to run in, in the recipes' own words: BF16, FP8 or NVFP4
+(4-bit floats with 16-element block scales). How FP8 scales is the row's ``precision``."""
+PRECISIONS = ("bf16", "fp8-delayed", "fp8-current", "fp8-blockwise", "mxfp8", "nvfp4")
+"""The precision recipe a row trains with: FP8 with delayed (amax history), current
+(per tensor) or blockwise scaling, MXFP8 (FP8 with 32-element block scales), NVFP4."""
+PEAK_DTYPE = {"fp8-delayed": "fp8", "fp8-current": "fp8", "fp8-blockwise": "fp8", "mxfp8": "fp8"}
+"""The tensor-core rate a precision runs at, where it is not its own name (MXFP8 runs at
+the FP8 rate: no GPU type lists it apart)."""
+
+
+def precision_of(dtype: str, fp8_recipe: str) -> str:
+    """The precision recipe of ``dtype`` under a document's (or row's) FP8 scaling:
+    ``fp8`` with ``current`` is ``fp8-current``, with ``mx`` it is ``mxfp8``."""
+    if dtype != "fp8":
+        return dtype
+    return "mxfp8" if fp8_recipe == "mx" else f"fp8-{fp8_recipe}"
+
+
 SCALINGS = ("weak", "strong")
 
 
@@ -42,10 +61,8 @@ class GpuType:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model's shape with the FLOPs formula family one document uses for it.
-
-    ``experts`` is 0 for dense models (every model in the spec).
-    """
+    """A model's shape with the FLOPs formula family one document uses for it; ``extras``
+    what a dense grouped-query shape does not say (experts, latent attention, MTP)."""
 
     model_id: str
     name: str
@@ -53,7 +70,12 @@ class ModelSpec:
     flops_family: str
     source: str
     printed_flops_per_sample: float | None = None
-    experts: int = 0
+    extras: ModelExtras = NO_EXTRAS
+
+    @property
+    def experts(self) -> int:
+        """Routed experts (0 for a dense model)."""
+        return self.extras.experts
 
 
 @dataclass(frozen=True)
@@ -84,7 +106,10 @@ class Profiling:
 
 @dataclass(frozen=True)
 class Document:
-    """One spec document: its age rank (newer wins), timing method and profiling defaults."""
+    """One reference document: a spec document, or a release of NVIDIA's recipes read as
+    one. Its age rank (newer wins within a release), the release it belongs to and its tag
+    of the recipe repository, the FP8 scaling its rows train with, the timing method and
+    the profiling defaults."""
 
     name: str
     rank: int
@@ -94,6 +119,23 @@ class Document:
     timing_method: str
     timing_iterations: tuple[int, int] | None
     profiling: Profiling | None
+    release: str = DEFAULT_RELEASE
+    tag: str = ""
+    fp8_recipe: str = ""
+
+
+@dataclass(frozen=True)
+class Release:
+    """A reference release: the documents whose rows, parity settings and published numbers
+    belong to it, the recipe repository's tag and the container its recipes pin."""
+
+    release: str
+    title: str
+    source: str
+    date: str
+    container: str
+    documents: tuple[str, ...]
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -110,7 +152,7 @@ class Workload:
 ROW_FIELDS = (
     "workload", "framework", "size", "dtype", "gpu_type", "gpus", "nodes", "seq_len", "layers",
     "tp", "pp", "cp", "ep", "etp", "dp", "vp", "fsdp", "mbs", "gbs", "ga", "cuda_graphs",
-    "recompute_layers", "offload_layers", "scaling", "source",
+    "recompute_layers", "offload_layers", "scaling", "precision", "release", "source",
 )  # fmt: skip
 """The columns of a recipe row, in table order (``RecipeRow.as_dict``)."""
 
@@ -130,6 +172,8 @@ class RecipeRow:
     and ``etp`` are None where the document says NA. ``formulas`` keeps the document's
     ``GPUs`` formulas (field -> string) for rows that came from a scale range, and
     ``scale_range`` that range; ``listed_scales`` are the scales the document lists.
+    ``release`` is the document's release; ``precision`` the recipe the GEMMs run in
+    (``PRECISIONS``): the dtype with the FP8 scaling of the document or the row.
     """
 
     workload: str
@@ -157,6 +201,8 @@ class RecipeRow:
     offload_layers: int
     scaling: str
     source: str
+    release: str = DEFAULT_RELEASE
+    precision: str = ""
     superseded_by: str | None = None
     formulas: tuple[tuple[str, str], ...] = ()
     scale_range: tuple[int, int] | None = None
@@ -193,7 +239,9 @@ class RecipeRow:
         return {name: getattr(self, name) for name in ROW_FIELDS}
 
     def sweep_entry(self, **extra: Any) -> dict[str, Any]:
-        """This row as one ``sweeps`` entry of a config (``extra``: e.g. ``variants``)."""
+        """This row as one ``sweeps`` entry of a config (``extra``: e.g. ``variants``); the
+        release is named where it is not the default."""
+        release = {} if self.release == DEFAULT_RELEASE else {"release": self.release}
         return {
             "workload": self.workload,
             "sizes": [self.size],
@@ -201,5 +249,6 @@ class RecipeRow:
             "gpu_type": self.gpu_type,
             "scales": [self.gpus],
             "scaling": self.scaling,
+            **release,
             **extra,
         }

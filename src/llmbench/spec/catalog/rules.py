@@ -142,10 +142,15 @@ def _layers_split(row: RecipeRow) -> str | None:
     if row.pp == 1:
         return None
     stages = row.pp * (row.vp or 1)
-    if row.layers % stages and (row.layers + PIPELINE_EXTRA_LAYERS) % stages:
+    # MTP layers sit on the last stage too (DeepSeek V3's layouts: 61 + 1 + 2 = 64 units)
+    mtp = row.model.extras.mtp_layers if row.model is not None else 0
+    units = row.layers + mtp
+    if units % stages and (units + PIPELINE_EXTRA_LAYERS) % stages:
         what = "pp x vp" if row.vp else "pp"
+        counted = f"layers ({row.layers})" + (f" + MTP layers ({mtp})" if mtp else "")
+        plus = "that" if mtp else "layers"
         return (
-            f"pp={row.pp}: layers ({row.layers}) or layers + 2 (embedding and loss stages) "
+            f"pp={row.pp}: {counted} or {plus} + 2 (embedding and loss stages) "
             f"must be divisible by {what} ({stages})"
         )
     return None
