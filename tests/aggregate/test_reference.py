@@ -35,27 +35,22 @@ def nemo_log(path, step_time_s: float, steps: int = 50) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def sweep_table(tmp_path, step_time_for, **config) -> pd.DataFrame:
+NEMO_8B_H100 = {"workload": "llama3.1-nemo", "sizes": ["8b"], "dtypes": ["bf16"],
+                "gpu_type": "h100", "scales": SCALES}  # fmt: skip
+
+
+def sweep_table(
+    tmp_path, step_time_for, sweep=NEMO_8B_H100, write_log=nemo_log, peak=989e12, **config
+) -> pd.DataFrame:
+    """The runs table of one sweep entry whose logs (``write_log``) run at
+    ``step_time_for(gpus)``."""
     from llmbench.parsers import parse_log
 
-    cfg = validate_config(
-        {
-            "sweeps": [
-                {
-                    "workload": "llama3.1-nemo",
-                    "sizes": ["8b"],
-                    "dtypes": ["bf16"],
-                    "gpu_type": "h100",
-                    "scales": SCALES,
-                }
-            ],
-            **config,
-        }
-    )
+    cfg = validate_config({"sweeps": [sweep], **config})
     parts = []
     for spec in run_specs(cfg):
         log = tmp_path / f"{spec.run_id}.log"
-        nemo_log(log, step_time_for(spec.gpus))
+        write_log(log, step_time_for(spec.gpus))
         record = {
             "run_id": spec.run_id,
             "attempt": 1,
@@ -67,7 +62,7 @@ def sweep_table(tmp_path, step_time_for, **config) -> pd.DataFrame:
             "provenance": {},
         }
         summary = parse_log(log, expected_steps=spec.steps).summary.as_dict()
-        parts.append((record, summary, Peak(989e12, "datasheet")))
+        parts.append((record, summary, Peak(peak, "datasheet")))
     return runs_table_from_records(parts, 1e12)
 
 

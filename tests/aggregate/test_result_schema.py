@@ -22,7 +22,7 @@ from tests.launch.cases import embedded_spec
 from tests.result_files import check_files, check_session_files, produced
 
 PINNED = {
-    "result": ("1.0.0", "f5baca2fdaa8cb5d7589b2725a792c50f77a25c8a72530345de885a5ed3baf99"),
+    "result": ("1.1.0", "21c79d767bab2830d0b74f475730f748ba8e324428b076536e86ab58a4ea4cec"),
     "run": ("1.0.0", "fda8e239ac9a12ab58043149c78314fc771ca06dce484ef3814219e1fc71ff18"),
 }
 """Schema -> (x-version, sha256 of its file). A schema change gets a new x-version (and

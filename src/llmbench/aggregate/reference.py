@@ -1,28 +1,47 @@
-"""Measured step time against reference step time (ReFrame-style performance references).
+"""Measured runs against published references (ReFrame-style performance references).
 
-A reference is a step time for one key (workload, size, dtype, gpu_type, gpus) under weak
-scaling (an optional ``scaling`` column names strong-scaling references). Built-in
-references are the spec's published results tables (``published_results()``); a user file
-(a previous sweep's ``runs.parquet``, or a CSV/YAML with the key columns + ``step_time_s``)
-overrides them key by key.
+Two kinds of reference, tried in this order:
 
-Judgement, with ``deviation_pct = (measured - reference) / reference * 100``:
+- **keyed**: a step time for one key (workload, size, dtype, gpu_type, gpus, scaling): the
+  spec's published tables (``builtin_references()``, weak scaling), overridden key by key by
+  a user file (a previous sweep's ``runs.parquet``, or a CSV/YAML with the key columns,
+  ``step_time_s`` and optionally ``gbs``).
+- **summary**: NVIDIA's Megatron-Bridge performance-summary rows (``published_summaries()``),
+  each measured with one model, GPU type and count, precision recipe, GBS and container.
+  A run is judged against a row of the same model, GPU type and precision recipe *and* the
+  same GBS; the row with the run's GPU count and container is preferred.
+
+A verdict is only given at the reference's GBS (a keyed reference without ``gbs`` is
+taken at the run's). ``verdict_basis`` is ``exact`` where the run's GPU count and container
+are the reference's, else ``approximate`` and ``verdict_note`` names each difference. The
+verdict compares tokens/s/GPU (the cross-release metric: the frameworks' TFLOPS formulas
+changed between releases), written as a step-time deviation so that positive is slower:
+``deviation_pct = (reference tokens/s/GPU / measured tokens/s/GPU - 1) * 100``, which at
+the reference's GBS and GPU count is ``(measured - reference) / reference * 100`` of the
+step time. ``reference_step_time_s`` is the step time at the run's GBS and GPU count that
+matches the reference's tokens/s/GPU.
+
+Verdicts:
 - ``within``: |deviation| <= tolerance * 100
 - ``faster``: deviation < -tolerance * 100 (step time below the reference)
 - ``slower``: deviation > +tolerance * 100
-- ``no_reference``: no reference for the run's key
+- ``no_reference``: no reference for the run's model, GPU type and precision
 - ``not_comparable``: its inter-node traffic went over TCP sockets on a cluster with IB or
   EFA (the runs table's ``socket_fallback``): it measured the fallback, not the cluster
   (the deviation is still given)
-A run without a measured step time (not a success), or with an implausible one (MFU above
-100 %, the runs table's ``implausible`` column), has a null verdict and deviation. A run
-whose ranks ran in another image than the reference's (the runs table's ``reference_stack``
-false) is judged too, and its ``reference_source`` says that the software stack differs.
-``verdict_reason`` says why a run has no plain verdict.
+- null, with ``verdict_reason``: references exist, but none at the run's GBS; or the run has
+  no measured step time (not a success), or an implausible one (MFU above 100 %, the runs
+  table's ``implausible`` column).
+A run whose ranks ran in another image than the reference's (the runs table's
+``reference_stack`` false) is judged too: against a keyed reference its
+``reference_source`` says that the software stack differs.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +49,16 @@ import pandas as pd
 import yaml
 
 from llmbench.errors import ConfigError
-from llmbench.spec.catalog import published_results
+from llmbench.spec.catalog import load_catalog, published_results
+from llmbench.spec.catalog.published import PublishedResult, load_summaries
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
+OPTIONAL_COLUMNS = ("gbs", "container")
+"""Keyed reference columns a user file may leave out: the GBS (then the run's is taken)
+and the container (then the run's stack is not compared)."""
+SUMMARY_MATCH = ("model", "gpu_type", "precision")
+SUMMARY_COLUMNS = (*SUMMARY_MATCH, "gbs", "gpus", "container", "tokens_per_s_per_gpu", "source")
 SOCKET_FALLBACK_REASON = "not comparable: inter-node traffic over TCP sockets"
 OTHER_STACK = "not the reference's software stack (reference_stack false: see image)"
 """Added to ``reference_source`` where the run's image is not the reference's."""
@@ -43,10 +68,17 @@ COMPARE_DTYPES = {
     "deviation_pct": "float64",
     "verdict": "string",
     "verdict_reason": "string",
+    "verdict_basis": "string",
+    "verdict_note": "string",
+    "reference_tokens_per_s_per_gpu": "float64",
+    "reference_gbs": "Int64",
+    "reference_gpus": "Int64",
+    "reference_container": "string",
 }
 _KEY_DTYPES = {
     "workload": "string", "size": "string", "dtype": "string", "gpu_type": "string",
     "gpus": "int64", "scaling": "string", "step_time_s": "float64", "source": "string",
+    "gbs": "Int64", "container": "string",
 }  # fmt: skip
 
 
@@ -61,7 +93,11 @@ def _typed(frame: pd.DataFrame, where: str) -> pd.DataFrame:
             f"{where}: reference columns missing: {', '.join(missing)}; "
             f"needed: {', '.join(c for c in REFERENCE_COLUMNS if c != 'scaling')}"
         )
-    frame = frame.loc[:, list(REFERENCE_COLUMNS)].astype(_KEY_DTYPES)
+    for col in OPTIONAL_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = None
+    columns = [*REFERENCE_COLUMNS, *OPTIONAL_COLUMNS]
+    frame = frame.loc[:, columns].astype({c: _KEY_DTYPES[c] for c in columns})
     bad = frame[~(frame.step_time_s > 0)]
     if not bad.empty:
         raise ConfigError(
@@ -72,7 +108,8 @@ def _typed(frame: pd.DataFrame, where: str) -> pd.DataFrame:
 
 
 def builtin_references() -> pd.DataFrame:
-    """The spec's published step times (table rows, weak scaling), source = document."""
+    """The spec's published step times (table rows, weak scaling), source = document,
+    with the GBS and the image each was measured at."""
     rows = [
         {
             "workload": r.workload,
@@ -83,18 +120,45 @@ def builtin_references() -> pd.DataFrame:
             "scaling": "weak",
             "step_time_s": r.step_time_s,
             "source": f"published: {r.source}",
+            "gbs": r.gbs,
+            "container": r.container or None,
         }
         for r in published_results()
         if r.kind == "table"
     ]
-    frame = _typed(pd.DataFrame(rows, columns=list(REFERENCE_COLUMNS)), "published results")
+    frame = _typed(pd.DataFrame(rows, columns=[*REFERENCE_COLUMNS, *OPTIONAL_COLUMNS]),
+                   "published results")  # fmt: skip
     return frame.drop_duplicates(list(REFERENCE_KEYS), keep="first", ignore_index=True)
+
+
+def _summary_row(result: PublishedResult) -> dict[str, object]:
+    return {
+        "model": load_catalog().workload(result.workload).sizes[result.size],
+        "gpu_type": result.gpu_type,
+        "precision": result.precision,
+        "gbs": result.gbs,
+        "gpus": result.gpus,
+        "container": result.container,
+        "tokens_per_s_per_gpu": result.tokens_per_s_per_gpu,
+        "source": f"published summary ({result.release}): {result.source}",
+    }
+
+
+@functools.cache
+def _summaries() -> pd.DataFrame:
+    return pd.DataFrame([_summary_row(r) for r in load_summaries()], columns=SUMMARY_COLUMNS)
+
+
+def published_summaries() -> pd.DataFrame:
+    """NVIDIA's performance-summary rows as references (``SUMMARY_COLUMNS``)."""
+    return _summaries().copy()
 
 
 def load_references(path: str | Path) -> pd.DataFrame:
     """A user reference file: ``.parquet`` (a previous sweep's runs table: successful perf
     runs, ``step_time_mean_s`` as the reference), ``.csv`` or ``.yaml``/``.yml`` (a list of
-    mappings, or ``{references: [...]}``, with the key columns and ``step_time_s``)."""
+    mappings, or ``{references: [...]}``, with the key columns and ``step_time_s``, and
+    optionally ``gbs`` and ``container``)."""
     path = Path(path)
     where = f"reference file {path}"
     if not path.is_file():
@@ -106,7 +170,10 @@ def load_references(path: str | Path) -> pd.DataFrame:
             ok = frame["status"].eq("success") if "status" in frame.columns else True
             if "variant" in frame.columns:
                 ok = ok & frame["variant"].eq("perf")
-            frame = frame[ok].rename(columns={"step_time_mean_s": "step_time_s"})
+            renames = {"step_time_mean_s": "step_time_s", "global_batch_size": "gbs",
+                       "image": "container"}  # fmt: skip
+            frame = frame[ok].drop(columns=["gbs", "container"], errors="ignore")
+            frame = frame.rename(columns=renames)
     elif suffix == ".csv":
         frame = pd.read_csv(path)
     elif suffix in (".yaml", ".yml"):
@@ -142,10 +209,60 @@ def references_for(path: str | Path | None) -> pd.DataFrame:
     return merge_references(builtin, load_references(path)) if path else builtin
 
 
-def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.05) -> pd.DataFrame:
-    """``runs`` with ``reference_step_time_s``, ``reference_source``, ``deviation_pct``
-    (= (measured - reference) / reference * 100), ``verdict`` and ``verdict_reason``
-    added."""
+def normal_image(image: object) -> str:
+    """An image reference as the summaries write it: ``nvcr.io#nvidia/nemo:25.09.00`` (an
+    enroot URI) and ``nvcr.io/nvidia/nemo:25.09`` are one container."""
+    if image is None or image is pd.NA or (isinstance(image, float) and math.isnan(image)):
+        return ""
+    text = str(image).strip().replace("#", "/", 1)
+    return text.removesuffix(".00")
+
+
+def _differences(
+    run_gpus: int, run_image: str, ref_gpus: int | None, ref_container: str
+) -> list[str]:
+    """What a run does not share with its reference, named: GPU count, container."""
+    notes = []
+    if ref_gpus is not None and run_gpus != ref_gpus:
+        notes.append(f"GPUs {run_gpus}, reference {ref_gpus}")
+    if ref_container and normal_image(run_image) != normal_image(ref_container):
+        notes.append(f"container {normal_image(run_image) or 'none'}, reference "
+                     f"{normal_image(ref_container)}")  # fmt: skip
+    return notes
+
+
+def _pick_summary(
+    rows: Sequence[dict[str, object]], gbs: int, gpus: int, image: str
+) -> dict[str, object] | None:
+    """The summary row at the run's GBS closest to the run: its GPU count first, then its
+    container, then the nearest GPU count."""
+    same_gbs = [r for r in rows if r["gbs"] == gbs]
+    if not same_gbs:
+        return None
+    return min(
+        same_gbs,
+        key=lambda r: (
+            r["gpus"] != gpus,
+            normal_image(r["container"]) != normal_image(image),
+            abs(math.log(int(r["gpus"]) / gpus)) if gpus > 0 else 0.0,
+        ),
+    )
+
+
+def _column(runs: pd.DataFrame, name: str, default: object) -> list[object]:
+    if name not in runs.columns:
+        return [default] * len(runs)
+    return runs[name].astype(object).where(runs[name].notna(), default).tolist()
+
+
+def compare(
+    runs: pd.DataFrame,
+    references: pd.DataFrame,
+    tolerance: float = 0.05,
+    summaries: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """``runs`` with the comparison columns (``COMPARE_DTYPES``) added: keyed references
+    first, then the summary rows (``published_summaries()`` unless given)."""
     if not tolerance >= 0:
         raise ConfigError(f"reference.tolerance: {tolerance!r} must be >= 0 (a fraction)")
     out = runs.copy()  # existing comparison columns are replaced in place
@@ -155,41 +272,106 @@ def compare(runs: pd.DataFrame, references: pd.DataFrame, tolerance: float = 0.0
         out.loc[:, list(REFERENCE_KEYS)].astype({k: _KEY_DTYPES[k] for k in REFERENCE_KEYS})
     )
     pos = lookup.index.get_indexer(keys) if len(lookup) else np.full(len(out), -1)
-    found = pos >= 0
-    ref_t = np.full(len(out), np.nan)
-    ref_src = np.full(len(out), None, dtype=object)
-    ref_t[found] = lookup["step_time_s"].to_numpy(float)[pos[found]]
-    ref_src[found] = lookup["source"].to_numpy(object)[pos[found]]
-    if "reference_stack" in out.columns:
-        other = found & out["reference_stack"].eq(False).fillna(False).to_numpy(bool)
+    by_model: dict[tuple[object, ...], list[dict[str, object]]] = {}
+    for row in (published_summaries() if summaries is None else summaries).to_dict("records"):
+        by_model.setdefault(tuple(row[k] for k in SUMMARY_MATCH), []).append(row)
+    n = len(out)
+    gbs = [int(v) for v in _column(out, "global_batch_size", 0)]
+    seq = [int(v) for v in _column(out, "seq_len", 0)]
+    gpus = out["gpus"].astype(int).tolist()
+    images = [str(v) for v in _column(out, "image", "")]
+    models = _column(out, "model", None)
+    precisions = _column(out, "precision", None)
+    ref_tps = np.full(n, np.nan)
+    ref_src = np.full(n, None, dtype=object)
+    ref_gbs = np.full(n, None, dtype=object)
+    ref_gpus = np.full(n, None, dtype=object)
+    ref_container = np.full(n, None, dtype=object)
+    reason = np.full(n, None, dtype=object)
+    basis = np.full(n, None, dtype=object)
+    note = np.full(n, None, dtype=object)
+    found = np.zeros(n, dtype=bool)  # a reference for the run's model, GPU type, precision
+    at_gbs = np.zeros(n, dtype=bool)  # ... at the run's GBS
+    keyed_t = lookup["step_time_s"].to_numpy(float)
+    keyed_gbs = lookup["gbs"].astype(object).to_numpy()
+    keyed_src = lookup["source"].to_numpy(object)
+    keyed_container = lookup["container"].astype(object).to_numpy()
+    for i in range(n):
+        if pos[i] >= 0:
+            p = int(pos[i])
+            found[i] = True
+            g = gbs[i] if keyed_gbs[p] is pd.NA else int(keyed_gbs[p])
+            ref_src[i], ref_gbs[i], ref_gpus[i] = keyed_src[p], g, gpus[i]
+            container = "" if keyed_container[p] is pd.NA else str(keyed_container[p])
+            ref_container[i] = container or None
+            if g == gbs[i] and keyed_t[p] > 0 and gpus[i] > 0:
+                at_gbs[i] = True
+                ref_tps[i] = seq[i] * g / (keyed_t[p] * gpus[i])
+                diffs = _differences(gpus[i], images[i], None, container)
+            else:
+                reason[i] = f"no reference at GBS {gbs[i]}: {keyed_src[p]} is at GBS {g}"
+                continue
+        else:
+            rows = by_model.get((models[i], out["gpu_type"].iat[i], precisions[i]), [])
+            if not rows:
+                continue
+            found[i] = True
+            row = _pick_summary(rows, gbs[i], gpus[i], images[i])
+            if row is None:
+                allowed = ", ".join(str(g) for g in sorted({int(r["gbs"]) for r in rows}))
+                reason[i] = (f"no reference at GBS {gbs[i]}: the published {models[i]} "
+                             f"{precisions[i]} rows on {out['gpu_type'].iat[i]} are at GBS "
+                             f"{allowed}")  # fmt: skip
+                continue
+            at_gbs[i] = True
+            ref_tps[i] = float(row["tokens_per_s_per_gpu"])  # type: ignore[arg-type]
+            ref_src[i], ref_gbs[i] = row["source"], int(row["gbs"])  # type: ignore[call-overload]
+            ref_gpus[i], ref_container[i] = int(row["gpus"]), row["container"]  # type: ignore[call-overload]
+            diffs = _differences(gpus[i], images[i], int(row["gpus"]), str(row["container"]))  # type: ignore[call-overload]
+        basis[i] = "approximate" if diffs else "exact"
+        note[i] = "; ".join(diffs) or None
+    if "reference_stack" in out.columns:  # a summary row names its own container instead
+        other = at_gbs & (pos >= 0) & out["reference_stack"].eq(False).fillna(False).to_numpy(bool)
         ref_src[other] = [f"{source}; {OTHER_STACK}" for source in ref_src[other]]
+    measured_tps = pd.to_numeric(out["tokens_per_s_per_gpu"], errors="coerce").to_numpy(float)
     measured = pd.to_numeric(out["step_time_mean_s"], errors="coerce").to_numpy(float)
-    measured_ok = np.isfinite(measured) & (measured > 0)
+    measured_ok = np.isfinite(measured) & (measured > 0) & np.isfinite(measured_tps)
+    measured_ok &= measured_tps > 0
     if "status" in out.columns:
         measured_ok &= out["status"].eq("success").fillna(False).to_numpy(bool)
     if "implausible" in out.columns:  # MFU above 100 %: never `within` (nor faster)
         measured_ok &= out["implausible"].isna().to_numpy(bool)
-    judged = found & measured_ok
-    deviation = np.full(len(out), np.nan)
-    deviation[judged] = (measured[judged] - ref_t[judged]) / ref_t[judged] * 100
-    limit = tolerance * 100 * (1 + 1e-12)
-    verdict = np.full(len(out), None, dtype=object)
+    judged = at_gbs & measured_ok
+    deviation = np.full(n, np.nan)
+    deviation[judged] = (ref_tps[judged] / measured_tps[judged] - 1) * 100
+    ref_t = np.full(n, np.nan)
+    ref_t[at_gbs] = (np.asarray(seq, float)[at_gbs] * np.asarray(gbs, float)[at_gbs]
+                     / (ref_tps[at_gbs] * np.asarray(gpus, float)[at_gbs]))  # fmt: skip
+    limit = tolerance * 100 * (1 + 1e-9)
+    verdict = np.full(n, None, dtype=object)
     verdict[~found] = "no_reference"
     verdict[judged] = "within"
     verdict[judged & (deviation < -limit)] = "faster"
     verdict[judged & (deviation > limit)] = "slower"
-    reason = np.full(len(out), None, dtype=object)
-    reason[found & ~measured_ok] = "no measured step time"
+    reason[at_gbs & ~measured_ok] = "no measured step time"
     if "implausible" in out.columns:
-        odd = found & out["implausible"].notna().to_numpy(bool)
+        odd = at_gbs & out["implausible"].notna().to_numpy(bool)
         reason[odd] = "implausible: " + out["implausible"].astype(object).to_numpy()[odd]
     if "socket_fallback" in out.columns:
         sockets = out["socket_fallback"].fillna(False).to_numpy(bool)
         verdict[sockets & judged] = "not_comparable"
         reason[sockets] = SOCKET_FALLBACK_REASON
+    basis[~judged] = None
+    note[~judged] = None
     out["reference_step_time_s"] = ref_t
     out["reference_source"] = ref_src
     out["deviation_pct"] = deviation
     out["verdict"] = verdict
     out["verdict_reason"] = reason
+    out["verdict_basis"] = basis
+    out["verdict_note"] = note
+    out["reference_tokens_per_s_per_gpu"] = ref_tps
+    out["reference_gbs"] = pd.array(ref_gbs.tolist(), dtype="Int64")
+    out["reference_gpus"] = pd.array(ref_gpus.tolist(), dtype="Int64")
+    out["reference_container"] = ref_container
     return out.astype(COMPARE_DTYPES)

@@ -31,10 +31,11 @@ RESULT_FILE = "result.json"
 SCHEMAS = {"result": "result.schema.json", "run": "run.schema.json"}
 
 KEYS = ("run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling",
-        "variant", "attempt", "attempts")  # fmt: skip
+        "variant", "attempt", "attempts", "release", "precision", "model")  # fmt: skip
 METRICS = (
     "step_time_mean_s", "step_time_std_s", "step_time_last_s", "n_iterations", "tokens_per_s",
     "tokens_per_s_per_gpu", "achieved_tflops_per_gpu", "peak_tflops_per_gpu", "mfu",
+    "bf16_peak_tflops_per_gpu", "mfu_bf16", "logged_tflops_per_gpu_mean",
     "days_to_train", "energy_per_step_j", "joules_per_token", "mean_power_w_per_gpu",
     "sm_clock_min_mhz",
 )  # fmt: skip
@@ -42,7 +43,10 @@ CONFIGURATION = ("framework", "seq_len", "micro_batch_size", "global_batch_size"
                  "cp", "dp", "ga", "steps", "window_first", "window_last")  # fmt: skip
 REFERENCE = {"reference_step_time_s": "step_time_s", "reference_source": "source",
              "deviation_pct": "deviation_pct", "verdict": "verdict",
-             "verdict_reason": "verdict_reason"}  # fmt: skip
+             "verdict_reason": "verdict_reason", "verdict_basis": "basis",
+             "verdict_note": "note", "reference_tokens_per_s_per_gpu": "tokens_per_s_per_gpu",
+             "reference_gbs": "gbs", "reference_gpus": "gpus",
+             "reference_container": "container"}  # fmt: skip
 TRANSPORT = ("net_transport", "gdr", "nvls", "collnet", "nccl_plugin", "nccl_version",
              "socket_fallback")  # fmt: skip
 PROVENANCE = ("started_at", "finished_at", "duration_s", "host", "nodelist", "image", "git_sha",

@@ -21,11 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llmbench.aggregate.reference import COMPARE_DTYPES
 from llmbench.job.outcome import run_outcome
 from llmbench.spec import flops as flops_mod
 from llmbench.spec import metrics
 from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.records import precision_of
 from llmbench.spec.launchers import cluster_type
+from llmbench.spec.runspec import DEFAULT_RELEASE
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
 TRANSPORT_DTYPES: dict[str, str] = {
@@ -41,7 +44,7 @@ TRANSPORT_DTYPES: dict[str, str] = {
 FABRICS_WITH_RDMA = ("ib", "efa")
 """Site fabrics over which inter-node traffic over TCP sockets is a fallback."""
 
-RUN_ORDER = ("workload", "size", "gpu_type", "scaling", "variant", "dtype", "gpus")
+RUN_ORDER = ("workload", "size", "gpu_type", "scaling", "release", "variant", "dtype", "gpus")
 """The order of both tables' rows: a scaling group's runs (workload, size, GPU type,
 scaling) lie together, so a reader of one group reads only its part of the steps file."""
 
@@ -49,7 +52,18 @@ scaling) lie together, so a reader of one group reads only its part of the steps
 RUN_DTYPES: dict[str, str] = {
     **{
         k: "string"
-        for k in ("run_id", "workload", "size", "dtype", "gpu_type", "scaling", "variant")
+        for k in (
+            "run_id",
+            "workload",
+            "size",
+            "dtype",
+            "gpu_type",
+            "scaling",
+            "variant",
+            "release",
+            "precision",
+            "model",
+        )
     },
     "gpus": "int64",
     "nodes": "int64",
@@ -90,14 +104,12 @@ RUN_DTYPES: dict[str, str] = {
     "peak_tflops_per_gpu": "float64",
     "peak_source": "string",
     "mfu": "float64",
+    "bf16_peak_tflops_per_gpu": "float64",
+    "mfu_bf16": "float64",
     **ENERGY_DTYPES,
     **TRANSPORT_DTYPES,
     "implausible": "string",
-    "reference_step_time_s": "float64",
-    "reference_source": "string",
-    "deviation_pct": "float64",
-    "verdict": "string",
-    "verdict_reason": "string",
+    **COMPARE_DTYPES,
     "sweep_id": "string",
     "started_at": "datetime64[ms, UTC]",
     "finished_at": "datetime64[ms, UTC]",
@@ -162,20 +174,55 @@ def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
     return Peak(flops, f"datasheet: {gpu_type} dense {dtype}")
 
 
+@functools.cache
+def _bf16_peak_tflops(gpu_type: str) -> float:
+    """The datasheet BF16 peak of a catalog GPU type; NaN for the CPU and ``local-cuda``."""
+    catalog = load_catalog()
+    if gpu_type not in catalog.gpu_types():
+        return math.nan
+    return catalog.gpu(gpu_type).peak_flops("bf16") / metrics.FLOPS_PER_TFLOPS
+
+
+def run_precision(spec: Mapping[str, Any]) -> str:
+    """The run's precision recipe: a later release's run records it; a spec run's follows
+    from its dtype and document (the embedded workload's is its dtype)."""
+    if spec.get("precision"):
+        return str(spec["precision"])
+    document = (spec.get("model") or {}).get("source")
+    if not document:
+        return str(spec["dtype"])
+    return precision_of(spec["dtype"], load_catalog().document(document).fp8_recipe)
+
+
+@functools.cache
+def run_model(workload: str, size: str) -> str:
+    """The catalog's model id of a workload's size (``llama3.1-70b``); for the embedded
+    workload its own name."""
+    catalog = load_catalog()
+    if workload not in catalog.workloads(release=None):
+        return f"{workload}-{size}"
+    return catalog.workload(workload).sizes[size]
+
+
 _SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
 
 
 def model_flops(model: Mapping[str, Any]) -> float:
     """Model FLOPs per sample for a run spec's ``model`` mapping."""
     shape = tuple(model[k] for k in _SHAPE_FIELDS)
-    return _model_flops(model.get("flops_formula", "llama"), shape)
+    extras = tuple(sorted((model.get("extras") or {}).items()))
+    return _model_flops(model.get("flops_formula", "llama"), shape, extras)
 
 
 @functools.lru_cache(maxsize=4096)
-def _model_flops(formula: str, shape: tuple[int, ...]) -> float:
+def _model_flops(
+    formula: str, shape: tuple[int, ...], extras: tuple[tuple[str, int], ...]
+) -> float:
     # Cached: the exact (Fraction) arithmetic costs ~40 us, and a sweep repeats few models.
     return flops_mod.model_flops_per_sample(
-        formula, flops_mod.ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True)))
+        formula,
+        flops_mod.ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True))),
+        flops_mod.ModelExtras.from_dict(dict(extras)),
     )
 
 
@@ -209,6 +256,9 @@ def spec_columns(
     cols: dict[str, list[Any]] = {"run_id": [rec["run_id"] for rec in records]}
     for key in ("workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant"):
         cols[key] = [spec[key] for spec in specs]
+    cols["release"] = [spec.get("release") or DEFAULT_RELEASE for spec in specs]
+    cols["precision"] = [run_precision(spec) for spec in specs]
+    cols["model"] = [run_model(spec["workload"], spec["size"]) for spec in specs]
     cols["attempt"] = [rec["attempt"] for rec in records]
     cols["attempts"] = [attempts for attempts, _ in runs]
     cols["earlier_attempts"] = [earlier for _, earlier in runs]
@@ -228,6 +278,7 @@ def spec_columns(
         peak.flops_per_s / metrics.FLOPS_PER_TFLOPS if peak else math.nan for peak in peaks
     ]
     cols["peak_source"] = [peak.source if peak else "" for peak in peaks]
+    cols["bf16_peak_tflops_per_gpu"] = [_bf16_peak_tflops(spec["gpu_type"]) for spec in specs]
     cols["started_at"] = [rec["started_at"] for rec in records]
     cols["finished_at"] = [rec["finished_at"] for rec in records]
     cols["host"] = [prov.get("host") for prov in provs]
@@ -355,6 +406,10 @@ def runs_table_from_frames(
     out["achieved_tflops_per_gpu"] = metrics.tflops_per_gpu(gbs, flops, step_ok, gpus)
     peak_flops = out["peak_tflops_per_gpu"] * metrics.FLOPS_PER_TFLOPS
     out["mfu"] = metrics.mfu(gbs, flops, step_ok, gpus, peak_flops)
+    # beside the MFU of the precision the GEMMs run in, the one against the BF16 peak: the
+    # only one comparable across precisions (docs/metrics.md)
+    bf16_flops = out["bf16_peak_tflops_per_gpu"] * metrics.FLOPS_PER_TFLOPS
+    out["mfu_bf16"] = metrics.mfu(gbs, flops, step_ok, gpus, bf16_flops)
     if energy is None:  # every run the same values: one per column, broadcast
         unread = WindowEnergy(energy_reason="telemetry not read").as_dict()
         for col in ENERGY_DTYPES:
