@@ -9,7 +9,7 @@ has directives of the train rule removed or replaced; an edit that finds nothing
 stops the benchmark (the rule changed: update the edit). Every variant and the trivial
 jobs run once per round, in turns, and each keeps its least CPU seconds (user + system of
 the ``snakemake`` process), printed with its ratio to the trivial jobs' as a Markdown
-table (docs/slurm.md shows one). No target: this explains ``dry_run.py``'s ratio.
+table (benchmarks/README.md shows one). No target: this explains ``dry_run.py``'s ratio.
 """
 
 from __future__ import annotations
