@@ -43,10 +43,11 @@ LONGEST_SCOPES = (
     "tests/nemo/",
 )
 """The groups that take longest in CI, longest first (``--durations``): queued before the
-rest, so that no long group starts last and keeps one worker busy after the other is done.
-The two Slurm groups come first, one on each of two workers, and the CPU-bound groups
-fill in around them on the others. The NeMo group comes after the other long ones: CI builds its venv in the
-background meanwhile (tests/nemo/venvs.py). Kept true by tests/test_prerequisites.py."""
+rest, so that no long group starts last and keeps one worker busy after the others are
+done. The two Slurm groups come first, one on each of two workers, and the CPU-bound
+groups fill in around them on the others. The NeMo group comes after the other long
+ones: CI builds its venv in the background meanwhile (tests/nemo/venvs.py). Kept true
+by tests/test_prerequisites.py."""
 
 
 def xdist_scope(nodeid: str) -> str:

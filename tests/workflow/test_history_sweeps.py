@@ -18,9 +18,10 @@ from tests.helpers import TINY_WINDOW, snakemake, snakemake_command, tiny_config
 pytestmark = pytest.mark.workflow
 
 SLOW_RUN = "tiny-llama_tiny_fp32_cpux2_perf"
-SLOW_STEP_S = 1.0
-"""Added to each step of the slowed run: ~20x a tiny CPU step, beyond what load on a shared
-2-core machine does to a step between two sweeps."""
+SLOW_STEP_S = 4.0
+"""Added to each step of the slowed run: ~80x a tiny CPU step on an idle machine, and still
+over 4x the slowest step CI's load has given the 2-rank run (0.57 s, with four test
+workers on two cores), so the slowed run is flagged whatever the load of either sweep."""
 SLOW_FROM = TINY_WINDOW[0]
 """Slowed from the first step of the averaging window: compare reads only the window's
 steps, and the steps before it need not take a second more each."""
