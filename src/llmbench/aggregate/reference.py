@@ -42,7 +42,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -218,38 +220,61 @@ def normal_image(image: object) -> str:
     return text.removesuffix(".00")
 
 
-def _differences(
-    run_gpus: int, run_image: str, ref_gpus: int | None, ref_container: str
-) -> list[str]:
+@dataclass(frozen=True)
+class _Candidate:
+    """A reference a run may be judged against: a keyed reference taken at the run's GPU
+    count, or a summary row."""
+
+    source: str
+    gbs: int
+    gpus: int
+    container: str
+    tokens_per_s_per_gpu: float
+
+
+def _differences(run_gpus: int, run_image: str, ref: _Candidate) -> list[str]:
     """What a run does not share with its reference, named: GPU count, container."""
     notes = []
-    if ref_gpus is not None and run_gpus != ref_gpus:
-        notes.append(f"GPUs {run_gpus}, reference {ref_gpus}")
-    if ref_container and normal_image(run_image) != normal_image(ref_container):
+    if run_gpus != ref.gpus:
+        notes.append(f"GPUs {run_gpus}, reference {ref.gpus}")
+    if ref.container and normal_image(run_image) != normal_image(ref.container):
         notes.append(f"container {normal_image(run_image) or 'none'}, reference "
-                     f"{normal_image(ref_container)}")  # fmt: skip
+                     f"{normal_image(ref.container)}")  # fmt: skip
     return notes
 
 
-def _pick_summary(
-    rows: Sequence[dict[str, object]], gbs: int, gpus: int, image: str
-) -> dict[str, object] | None:
-    """The summary row at the run's GBS closest to the run: its GPU count first, then its
+def _pick(candidates: Sequence[_Candidate], gbs: int, gpus: int, image: str) -> _Candidate | None:
+    """The candidate at the run's GBS closest to the run: its GPU count first, then its
     container, then the nearest GPU count."""
-    same_gbs = [r for r in rows if r["gbs"] == gbs]
+    same_gbs = [c for c in candidates if c.gbs == gbs]
     if not same_gbs:
         return None
     return min(
         same_gbs,
-        key=lambda r: (
-            r["gpus"] != gpus,
-            normal_image(r["container"]) != normal_image(image),
-            abs(math.log(int(r["gpus"]) / gpus)) if gpus > 0 else 0.0,
+        key=lambda c: (
+            c.gpus != gpus,
+            normal_image(c.container) != normal_image(image),
+            abs(math.log(c.gpus / gpus)) if gpus > 0 else 0.0,
         ),
     )
 
 
-def _column(runs: pd.DataFrame, name: str, default: object) -> list[object]:
+def _summary_candidates(summaries: pd.DataFrame) -> dict[tuple[Any, ...], list[_Candidate]]:
+    """Summary rows by (model, GPU type, precision)."""
+    out: dict[tuple[Any, ...], list[_Candidate]] = {}
+    for row in summaries.to_dict("records"):
+        candidate = _Candidate(
+            str(row["source"]),
+            int(row["gbs"]),
+            int(row["gpus"]),
+            str(row["container"]),
+            float(row["tokens_per_s_per_gpu"]),
+        )
+        out.setdefault(tuple(row[k] for k in SUMMARY_MATCH), []).append(candidate)
+    return out
+
+
+def _column(runs: pd.DataFrame, name: str, default: object) -> list[Any]:
     if name not in runs.columns:
         return [default] * len(runs)
     return runs[name].astype(object).where(runs[name].notna(), default).tolist()
@@ -272,64 +297,46 @@ def compare(
         out.loc[:, list(REFERENCE_KEYS)].astype({k: _KEY_DTYPES[k] for k in REFERENCE_KEYS})
     )
     pos = lookup.index.get_indexer(keys) if len(lookup) else np.full(len(out), -1)
-    by_model: dict[tuple[object, ...], list[dict[str, object]]] = {}
-    for row in (published_summaries() if summaries is None else summaries).to_dict("records"):
-        by_model.setdefault(tuple(row[k] for k in SUMMARY_MATCH), []).append(row)
+    by_model = _summary_candidates(published_summaries() if summaries is None else summaries)
+    keyed = refs[["step_time_s", "source", "gbs", "container"]]  # in the order of lookup
+    keyed = keyed.astype(object).where(keyed.notna(), None).to_dict("records")
     n = len(out)
     gbs = [int(v) for v in _column(out, "global_batch_size", 0)]
     seq = [int(v) for v in _column(out, "seq_len", 0)]
     gpus = out["gpus"].astype(int).tolist()
     images = [str(v) for v in _column(out, "image", "")]
+    gpu_types = out["gpu_type"].astype(str).tolist()
     models = _column(out, "model", None)
     precisions = _column(out, "precision", None)
-    ref_tps = np.full(n, np.nan)
-    ref_src = np.full(n, None, dtype=object)
-    ref_gbs = np.full(n, None, dtype=object)
-    ref_gpus = np.full(n, None, dtype=object)
-    ref_container = np.full(n, None, dtype=object)
+    matched: list[_Candidate | None] = [None] * n
     reason = np.full(n, None, dtype=object)
     basis = np.full(n, None, dtype=object)
     note = np.full(n, None, dtype=object)
     found = np.zeros(n, dtype=bool)  # a reference for the run's model, GPU type, precision
-    at_gbs = np.zeros(n, dtype=bool)  # ... at the run's GBS
-    keyed_t = lookup["step_time_s"].to_numpy(float)
-    keyed_gbs = lookup["gbs"].astype(object).to_numpy()
-    keyed_src = lookup["source"].to_numpy(object)
-    keyed_container = lookup["container"].astype(object).to_numpy()
     for i in range(n):
-        if pos[i] >= 0:
-            p = int(pos[i])
-            found[i] = True
-            g = gbs[i] if keyed_gbs[p] is pd.NA else int(keyed_gbs[p])
-            ref_src[i], ref_gbs[i], ref_gpus[i] = keyed_src[p], g, gpus[i]
-            container = "" if keyed_container[p] is pd.NA else str(keyed_container[p])
-            ref_container[i] = container or None
-            if g == gbs[i] and keyed_t[p] > 0 and gpus[i] > 0:
-                at_gbs[i] = True
-                ref_tps[i] = seq[i] * g / (keyed_t[p] * gpus[i])
-                diffs = _differences(gpus[i], images[i], None, container)
-            else:
-                reason[i] = f"no reference at GBS {gbs[i]}: {keyed_src[p]} is at GBS {g}"
-                continue
+        if pos[i] >= 0:  # its key's step time, at the reference's GBS (else the run's)
+            k = keyed[pos[i]]
+            g = gbs[i] if k["gbs"] is None else int(k["gbs"])
+            tps = seq[i] * g / (k["step_time_s"] * gpus[i])
+            candidates = [_Candidate(k["source"], g, gpus[i], k["container"] or "", tps)]
+            where = f"{k['source']} is"
         else:
-            rows = by_model.get((models[i], out["gpu_type"].iat[i], precisions[i]), [])
-            if not rows:
-                continue
-            found[i] = True
-            row = _pick_summary(rows, gbs[i], gpus[i], images[i])
-            if row is None:
-                allowed = ", ".join(str(g) for g in sorted({int(r["gbs"]) for r in rows}))
-                reason[i] = (f"no reference at GBS {gbs[i]}: the published {models[i]} "
-                             f"{precisions[i]} rows on {out['gpu_type'].iat[i]} are at GBS "
-                             f"{allowed}")  # fmt: skip
-                continue
-            at_gbs[i] = True
-            ref_tps[i] = float(row["tokens_per_s_per_gpu"])  # type: ignore[arg-type]
-            ref_src[i], ref_gbs[i] = row["source"], int(row["gbs"])  # type: ignore[call-overload]
-            ref_gpus[i], ref_container[i] = int(row["gpus"]), row["container"]  # type: ignore[call-overload]
-            diffs = _differences(gpus[i], images[i], int(row["gpus"]), str(row["container"]))  # type: ignore[call-overload]
+            candidates = by_model.get((models[i], gpu_types[i], precisions[i]), [])
+            where = f"the published {models[i]} {precisions[i]} rows on {gpu_types[i]} are"
+        if not candidates:
+            continue
+        found[i] = True
+        matched[i] = _pick(candidates, gbs[i], gpus[i], images[i])
+        if matched[i] is None:
+            allowed = ", ".join(str(g) for g in sorted({c.gbs for c in candidates}))
+            reason[i] = f"no reference at GBS {gbs[i]}: {where} at GBS {allowed}"
+            continue
+        diffs = _differences(gpus[i], images[i], matched[i])
         basis[i] = "approximate" if diffs else "exact"
         note[i] = "; ".join(diffs) or None
+    at_gbs = np.array([m is not None for m in matched], dtype=bool)
+    ref_tps = np.array([m.tokens_per_s_per_gpu if m else np.nan for m in matched], dtype=float)
+    ref_src = np.array([m.source if m else None for m in matched], dtype=object)
     if "reference_stack" in out.columns:  # a summary row names its own container instead
         other = at_gbs & (pos >= 0) & out["reference_stack"].eq(False).fillna(False).to_numpy(bool)
         ref_src[other] = [f"{source}; {OTHER_STACK}" for source in ref_src[other]]
@@ -371,7 +378,7 @@ def compare(
     out["verdict_basis"] = basis
     out["verdict_note"] = note
     out["reference_tokens_per_s_per_gpu"] = ref_tps
-    out["reference_gbs"] = pd.array(ref_gbs.tolist(), dtype="Int64")
-    out["reference_gpus"] = pd.array(ref_gpus.tolist(), dtype="Int64")
-    out["reference_container"] = ref_container
+    out["reference_gbs"] = pd.array([m.gbs if m else None for m in matched], dtype="Int64")
+    out["reference_gpus"] = pd.array([m.gpus if m else None for m in matched], dtype="Int64")
+    out["reference_container"] = [m.container or None if m else None for m in matched]
     return out.astype(COMPARE_DTYPES)

@@ -174,13 +174,11 @@ def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
     return Peak(flops, f"datasheet: {gpu_type} dense {dtype}")
 
 
-@functools.cache
 def _bf16_peak_tflops(gpu_type: str) -> float:
     """The datasheet BF16 peak of a catalog GPU type; NaN for the CPU and ``local-cuda``."""
-    catalog = load_catalog()
-    if gpu_type not in catalog.gpu_types():
+    if gpu_type in ("cpu", "local-cuda"):
         return math.nan
-    return catalog.gpu(gpu_type).peak_flops("bf16") / metrics.FLOPS_PER_TFLOPS
+    return _datasheet_peak(gpu_type, "bf16").flops_per_s / metrics.FLOPS_PER_TFLOPS
 
 
 def run_precision(spec: Mapping[str, Any]) -> str:

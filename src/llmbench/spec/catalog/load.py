@@ -155,6 +155,7 @@ def _load_models(
 
 
 def _scale_range(value: Any) -> tuple[int, int] | None:
+    """A table's ``gpus`` range (``128-1024``); None for one scale or a list of scales."""
     return parse_range(value) if isinstance(value, str) and "-" in value else None
 
 
@@ -218,9 +219,7 @@ def _table_rows(
                         release=document.release,
                         precision=precision_of(dtype, fp8_recipe),
                         formulas=formulas,
-                        scale_range=None
-                        if isinstance(cells["gpus"], list)
-                        else _scale_range(cells["gpus"]),
+                        scale_range=_scale_range(cells["gpus"]),
                         model=spec,
                         gpu=gpu,
                         **fields,

@@ -17,7 +17,7 @@ from typing import Any
 
 from llmbench.spec.catalog.load import load_catalog, read_yaml
 from llmbench.spec.catalog.parity import reference_image
-from llmbench.spec.catalog.records import precision_of
+from llmbench.spec.catalog.records import PEAK_DTYPE, precision_of
 from llmbench.spec.runspec import DEFAULT_RELEASE
 
 
@@ -120,7 +120,7 @@ def _summary(table: Mapping[str, Any], values: list[Any]) -> PublishedResult:
         source=f"{table['file']}#L{cells['line']}",
         workload=table["workload"],
         size=table["size"],
-        dtype="fp8" if precision.startswith("fp8") or precision == "mxfp8" else precision,
+        dtype=PEAK_DTYPE.get(precision, precision),
         gpu_type=cells["gpu_type"],
         gpus=gpus,
         gbs=gbs,
