@@ -139,7 +139,10 @@ class StandInApiServer:
         bindir.mkdir(exist_ok=True)
         python3 = bindir / "python3"
         if not python3.exists():
-            python3.symlink_to(sys.executable)
+            # A script, not a symlink: a symlinked venv interpreter loses its venv (Python
+            # finds pyvenv.cfg beside the path it was started by), and with it llmbench.
+            python3.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+            python3.chmod(0o755)
         port = _free_port()
         env.update(
             PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}",
