@@ -37,11 +37,15 @@ from typing import Any
 
 import yaml
 
+from llmbench.files.regular_file import read_regular
+
 STATUSES = ("pass", "warn", "exclude", "skipped")
 KMSG = "dev/kmsg"
 GOVERNORS = "sys/devices/system/cpu"
 IMEX_CHANNELS = "dev/nvidia-caps-imex-channels"
 INFINIBAND = "sys/class/infiniband"
+GOVERNOR_MAX_BYTES = 4096
+"""A governor's name is a word; sysfs files are at most a page."""
 KMSG_LIMIT_BYTES = 64 << 20
 """The kernel's ring buffer is a few MiB; a root folder's file is read no further."""
 
@@ -254,12 +258,19 @@ def cpu_governor_check(root: Path) -> Check:
         cpus = [e for e in os.scandir(base) if re.fullmatch(r"cpu\d+", e.name)]
     except OSError:
         cpus = []
+    unreadable = 0
     for cpu in cpus:
-        try:
-            name = (Path(cpu.path) / "cpufreq/scaling_governor").read_text().strip()
-        except OSError:
+        try:  # a regular file of a few bytes: a FIFO or device there would block the read
+            data = read_regular(Path(cpu.path) / "cpufreq/scaling_governor", GOVERNOR_MAX_BYTES)
+        except FileNotFoundError:
             continue
+        except OSError:
+            unreadable += 1
+            continue
+        name = data.decode("utf-8", errors="replace").strip() or "(empty)"
         counts[name] = counts.get(name, 0) + 1
+    if unreadable:
+        counts["unreadable"] = unreadable
     if not counts:
         return Check("cpu_governor", "pass", f"no cpufreq governor under {base} (not judged)")
     shown = ", ".join(f"{n} cores {g}" for g, n in sorted(counts.items()))

@@ -146,14 +146,24 @@ def parse_health_csv(lines: Iterable[str], expected_gpus: int) -> HealthReport:
     return HealthReport(len(rows), problems, [row.get("name", "") for row in rows])
 
 
-def dcgm_failures(text: str) -> list[str]:
-    """Tests ``dcgmi diag`` reports as failed (its table: ``| <test> | Fail ... |``)."""
-    failed = []
+DCGM_RESULTS = ("pass", "fail", "warn", "skip")
+"""The words a ``dcgmi diag`` test result starts with (its table's second column)."""
+
+
+def dcgm_results(text: str) -> list[tuple[str, str]]:
+    """(test, result) of each row of ``dcgmi diag``'s table (``| <test> | <result> |``);
+    none in an empty or unreadable report."""
+    rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and cells[1].lower().startswith("fail"):
-            failed.append(cells[0])
-    return failed
+        if len(cells) >= 2 and cells[1].lower().startswith(DCGM_RESULTS):
+            rows.append((cells[0], cells[1]))
+    return rows
+
+
+def dcgm_failures(text: str) -> list[str]:
+    """Tests ``dcgmi diag`` reports as failed (its table: ``| <test> | Fail ... |``)."""
+    return [test for test, result in dcgm_results(text) if result.lower().startswith("fail")]
 
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
