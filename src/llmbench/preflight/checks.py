@@ -35,9 +35,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from llmbench.files.regular_file import read_regular
+from llmbench.spec.yamlfile import load_yaml_text
 
 STATUSES = ("pass", "warn", "exclude", "skipped")
 KMSG = "dev/kmsg"
@@ -69,14 +68,14 @@ class Check:
 def rules() -> dict[str, Any]:
     """``checks.yaml``: what each check does with what it finds."""
     text = resources.files("llmbench").joinpath("preflight/checks.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "checks.yaml", fast=True)
 
 
 @cache
 def xid_catalog() -> dict[str, Any]:
     """``xid.yaml``: NVIDIA's action per Xid code, with its source."""
     text = resources.files("llmbench").joinpath("preflight/xid.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "xid.yaml", fast=True)
 
 
 def node_root(root: str, node: str) -> Path:

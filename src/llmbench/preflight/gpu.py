@@ -29,8 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from llmbench.spec.yamlfile import load_yaml_text
 from llmbench.telemetry.nvidia_smi import field_name, value_number
 
 HEALTH_FIELDS = (
@@ -206,4 +205,4 @@ def parse_nccl_tests(text: str) -> NcclTestResult:
 def expected_bandwidth() -> dict[str, dict[str, Any]]:
     """Expected bus bandwidth per GPU type (``expected.yaml``, with its sources)."""
     text = resources.files("llmbench").joinpath("preflight/expected.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "expected.yaml", fast=True)
