@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 import pandas as pd
 
-from llmbench.aggregate.explain import EXPLAINED_VERDICTS, Explanation
+from llmbench.aggregate.explanation import EXPLAINED_VERDICTS, Explanation
 from llmbench.errors import ConfigError
 
 RESULT_FILE = "result.json"
