@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import ConfigError, exit_with_error
-from llmbench.files.disk_space import free_bytes, low_space
+from llmbench.files.disk_space import free_bytes, low_space, not_writable
 from llmbench.history.sweep import config_sha256
 from llmbench.job.attempts import retry_token
 from llmbench.job.sweep_processes import mark_workflow_process
@@ -156,9 +156,10 @@ class Sweep:
         return lines
 
     def check_before_start(self) -> None:
-        """A sweep about to run (not a dry run) stops with one line when its environment
-        lacks what a launcher needs (a Run:ai secret), before the first job starts."""
-        missing = missing_before_start(self.runs.values())
+        """A sweep about to run jobs (not a dry run, not "nothing to be done") stops with
+        one line when its environment lacks what a launcher needs (a Run:ai secret) or
+        results/ cannot be written, before the first job starts."""
+        missing = missing_before_start(self.runs.values()) or not_writable(["results"])
         if missing:
             exit_with_error(missing)
 
