@@ -24,8 +24,10 @@ import llmbench.preflight.node as workflow_node
 import llmbench.proof.node as kit_node
 from llmbench.errors import ConfigError
 from llmbench.launch.slurm import NODE_LIST_MAX_BYTES, partition_nodes
+from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.node import node_preflight
 from llmbench.proof.__main__ import main as proof_main
+from llmbench.report.preflight_nodes import nodes_page
 from llmbench.spec.config import validate_and_expand
 from llmbench.spec.preflight_settings import (
     CHECKED_NODES_FLOOR,
@@ -269,3 +271,64 @@ def test_workflow_dag_with_a_hostile_sinfo(
         ]
         assert jobs and int(jobs[0][1]) == CHECKED_NODES_FLOOR, proc.stdout[-3000:]
     assert not (REPO / "INJECTED").exists()
+
+
+def test_a_timed_out_tool_excludes_the_node_with_its_reason_on_the_cluster_page(
+    fakes: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """What the gate makes of PFW1: the node excluded, the timed-out query its reason in
+    nodes.parquet and on the Cluster page."""
+    monkeypatch.setenv("FAKE_GPUS", "8")
+    monkeypatch.setenv("FAKE_SMI", "hang")
+    settings = h100_node(tmp_path / "root")
+    result = node_preflight("gpu-001", settings, tmp_path / "out")
+    row = nodes_table([result], settings).iloc[0]
+    assert row["status"] == "excluded" and f"timed out after {LIMIT_S} s" in row["reason"]
+    assert f"timed out after {LIMIT_S} s" in nodes_page(nodes_table([result], settings), 0.7)
+
+
+def kmsg_root(tmp_path: Path) -> Path:
+    root = tmp_path / "n"
+    (root / "dev").mkdir(parents=True)
+    return root
+
+
+@pytest.mark.parametrize("case", ["NC1", "NC2", "NC4", "NC5"])
+def test_node_checks_under_a_hostile_root_stay_good(case: str, tmp_path: Path) -> None:
+    """NC1 kmsg a link to /dev/zero (read bounded); NC2 Xid codes 10^24 and -5 (warn, an
+    unknown code); NC4 5 MB of binary then Xid 79 (found: exclude); NC5 kmsg a FIFO and
+    IB devices whose driver links dangle (no hang; fabric ib). In a process of its own:
+    a hang fails the test instead of stopping it."""
+    root = kmsg_root(tmp_path)
+    kmsg = root / "dev/kmsg"
+    xid = "6,1,1,-;NVRM: Xid (PCI:0000:18:00): {code}, pid=1, name=x, GPU has fallen off the bus."
+    if case == "NC1":
+        kmsg.symlink_to("/dev/zero")
+    elif case == "NC2":
+        kmsg.write_text("\n".join(xid.format(code=c) for c in (10**24, -5)) + "\n")
+    elif case == "NC4":
+        kmsg.write_bytes(os.urandom(5 << 20) + b"\n" + xid.format(code=79).encode() + b"\n")
+    else:
+        os.mkfifo(kmsg)
+        for dev in ("mlx5_0", "mlx5_1"):
+            (root / "sys/class/infiniband" / dev / "device").mkdir(parents=True)
+            (root / "sys/class/infiniband" / dev / "device/driver").symlink_to(
+                "/nonexistent/mlx5_core"
+            )
+    code = (
+        "import json, sys; from pathlib import Path; from llmbench.preflight.checks import "
+        "node_checks; print(json.dumps({c.name: [c.status, c.detail] for c in "
+        "node_checks(Path(sys.argv[1]), 'h100', {})}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    checks = json.loads(proc.stdout)
+    status, detail = checks["xid"]
+    expected = {"NC1": "pass", "NC2": "warn", "NC4": "exclude", "NC5": "pass"}[case]
+    assert status == expected, checks
+    if case == "NC4":
+        assert "Xid 79" in detail and "RESTART_BM" in detail
+    if case == "NC5":
+        assert checks["fabric"] == ["pass", "ib: mlx5_0, mlx5_1"]
