@@ -25,6 +25,8 @@ MAX_OUTPUT_BYTES = 4 << 20
 kilobytes; 4 MiB holds any of them and keeps a runaway tool from filling memory."""
 _READ_CHUNK = 65536
 _KILL_WAIT_S = 5.0
+COMMAND_CHARS = 60
+"""Of a command, what a problem quotes (a node's Cluster page lists every problem)."""
 FIRST_LINE_CHARS = 160
 """Of a failed tool's first output line, what a problem quotes."""
 
@@ -46,7 +48,11 @@ class ToolRun:
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        """The command as a problem names it (a long one cut after its first option)."""
+        text = " ".join(self.argv)
+        if len(text) <= COMMAND_CHARS:
+            return text
+        return " ".join(self.argv[:2])[:COMMAND_CHARS] + "..."
 
     @property
     def ending(self) -> str:
