@@ -117,9 +117,10 @@ SLURM_FAILURE_STATES = {
 QUERY_TIMEOUT_S = 30
 QUERY_MAX_BYTES = 1 << 20
 """A job's state, node list or the controller's config: kilobytes."""
-NODE_LIST_MAX_BYTES = 16 << 20
-"""A partition's node names from sinfo, one per line: over a million names; a longer
-listing is read that far (the nodes checked are capped far below it)."""
+NODE_LIST_MAX_BYTES = 4 << 20
+"""A partition's node names from sinfo, one per line: some 300,000 names, ten times the
+largest clusters' node counts; a longer listing is read that far (the nodes checked are
+capped far below it)."""
 
 
 def _lines(cmd: list[str], max_bytes: int = QUERY_MAX_BYTES) -> list[str] | None:
@@ -152,15 +153,16 @@ def partition_nodes(partition: str | None) -> ListedNodes | None:
             f"{shlex.join(command)} printed more than {NODE_LIST_MAX_BYTES:,} bytes; the "
             f"{len(lines):,} names before that were read"
         )
-    names = {line.strip() for line in lines if line.strip()}
-    for name in sorted(names):
-        if not re.fullmatch(NODE_PATTERN, name):
+    names = sorted({line.strip() for line in lines if line.strip()})
+    node = re.compile(NODE_PATTERN)
+    for name in names:
+        if not node.fullmatch(name):
             raise ConfigError(
                 f"preflight: {shlex.join(command)} printed {first_line(name)!r}, which is not "
                 "a node name (a broken Slurm, or not sinfo); allowed: names of letters, "
                 "digits, '.', '_' and '-', or preflight.nodes listing the nodes to check"
             )
-    return ListedNodes(tuple(sorted(names)), shlex.join(command), note)
+    return ListedNodes(tuple(names), shlex.join(command), note)
 
 
 def job_state(job_id: str) -> str | None:
