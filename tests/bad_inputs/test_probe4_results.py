@@ -97,7 +97,10 @@ def test_archive_of_a_valid_result_file_keeps_it_whole(r1: Path, valid_result, c
     the archived JSON invalid; and it verifies."""
     energy = r1 / "runs/r/energy.json"
     energy.parent.mkdir(parents=True)
-    energy.write_text(json.dumps({"joules_per_token": 0.037, "tokens_per_kwh": 9.7e7}))
+    energy.write_text(
+        json.dumps({"joules_per_token": 0.037, "tokens_per_kwh": 9.7e7}, indent=1)
+        + json.dumps({"joules_per_token": None, "energy_per_step_j": None}, indent=1)
+    )  # a figure, and none (no energy source): both go in as they are
     assert b'"joules_per_token": ' in valid_result
     code, _, err = run_cli(["archive", "r1", "-o", "ok.tar.zst"], capsys)
     assert code == 0 and err == ""

@@ -12,7 +12,8 @@ like tokens inside the files that do (docs/history.md, "Archives").
   whose name says it is secret (``HF_TOKEN=...``, ``"api_key": "..."``, ``password: ...``:
   names with TOKEN, SECRET, PASSWORD/PASSWD, API_KEY/APIKEY,
   ACCESS_KEY, PRIVATE_KEY, CREDENTIAL or AUTH), except a plain number named after
-  tokens (``"joules_per_token": 0.037``: a measurement, and redacting it broke the JSON);
+  tokens, or none (``"joules_per_token": 0.037`` or ``null``: a measurement; redacting it
+  broke the JSON);
   the password of a URL (``https://user:<redacted>@host``); ``Bearer`` tokens; well-known
   token shapes (Hugging Face ``hf_``, GitHub ``ghp_``/``github_pat_``, NVIDIA ``nvapi-``,
   AWS ``AKIA``/``ASIA`` key ids, Slack ``xox?-``, GitLab ``glpat-``, OpenAI-style ``sk-``,
@@ -53,9 +54,11 @@ _ASSIGNMENT = re.compile(
     """
 )
 _TOKEN_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])token(?![A-Za-z0-9])")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(
+    r"(?i)[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|null|none|nan|[-+]?(?:inf|infinity)"
+)
 """A count or rate named after tokens (``joules_per_token``, ``"token_budget": 1e12``) is a
-measurement: a token itself is never a plain decimal number."""
+measurement, or none (``null``, ``NaN``): a token itself is never a plain decimal number."""
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)(?P<pw>[^@\s/]+)@")
 _BEARER = re.compile(r"(?i)(?P<head>\bBearer\s+)(?P<token>[A-Za-z0-9._~+/=-]{8,})")
 _TOKEN_SHAPES = re.compile(
