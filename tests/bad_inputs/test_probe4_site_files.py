@@ -118,6 +118,10 @@ BAD = {  # case: (site file, words of the one error line)
         runai(base_url="https://runai.example.com:http/api/v1"),
         ("runai.base_url", "is not a URL"),
     ),
+    "V18-http": (
+        runai(base_url="http://runai.example.com/api/v1"),
+        ("runai.base_url", "plain http to another machine", "https://<host>/api/v1"),
+    ),
 }
 
 GOOD_REFUSED = {  # the probe's GOOD cases of these surfaces: still one line each
@@ -153,6 +157,7 @@ ACCEPTED = {  # values Kubernetes and Run:ai take, and that reach no shell (V5, 
     "V11": runai(app_id="$(touch INJECTED_APP)"),
     "V12": runai(context="$(touch INJECTED_CTX)"),
     "runai-ipv6": runai(base_url="https://[::1]:8443/api/v1"),
+    "runai-http-loopback": runai(base_url="http://[::1]:8080/api/v1"),
     "project-emoji": runai(project="proj\U0001f600"),
 }
 

@@ -10,6 +10,7 @@ runs them, so ``llmbench plan`` and the workflow refuse exactly the same values.
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -162,6 +163,19 @@ def check_urls(config: Mapping[str, Any], source: str) -> None:
             f"{source}: runai.base_url: {base_url!r} is not a URL ({why}); allowed: "
             "https://<host>[:<port>]/api/v1, an IPv6 host in brackets"
         )
+    if base_url and parts.scheme == "http" and not _loopback(parts.hostname or ""):
+        raise ConfigError(
+            f"{source}: runai.base_url: {base_url!r} is plain http to another machine (the "
+            "Application secret would cross the network unencrypted); allowed: "
+            "https://<host>/api/v1, or http:// to this machine (a test stand-in)"
+        )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def check_paths(config: Mapping[str, Any], source: str) -> None:
