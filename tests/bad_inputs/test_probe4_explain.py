@@ -349,6 +349,15 @@ def test_a_fifo_is_refused_without_blocking(case: str, results: Path) -> None:
 # --- the probe's GOOD cases stay GOOD ----------------------------------------------------
 
 
+def test_e18_a_round_two_runs_table_is_explained(results: Path, capsys) -> None:
+    """A runs table of an early layout (no verdict, transport or energy columns)."""
+    early = ["run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes",
+             "global_batch_size", "status", "step_time_mean_s"]  # fmt: skip
+    edit_table(results / "tables/runs.parquet", lambda df: df[early])
+    code, out, err = run_cli(["explain", RUN, "--results", str(results)], capsys)
+    assert code == 0 and err == "" and out.startswith(f"{RUN}: verdict none"), err
+
+
 def test_good_cases_stay_good(results: Path, capsys) -> None:
     """E1, E3, E4, E8-E11, E20, E21, E26, E27, E31, E39: one line or explained."""
     base = ["explain", "--results", str(results)]
