@@ -28,7 +28,7 @@ LOGIC = {
 """What belongs in the package, not in a rule file."""
 SNAKEMAKE_NAMES = {
     "config", "workflow", "rules", "checkpoints", "report", "directory", "expand", "unpack",
-    "temp", "protected", "ancient", "touch", "pipe", "Path", "True", "False", "None",
+    "temp", "protected", "ancient", "touch", "pipe", "update", "Path", "True", "False", "None",
 }  # fmt: skip
 
 

@@ -19,27 +19,24 @@ One function per kind of evidence, each given the run's ``RunFacts`` and returni
   count).
 
 Items with a number (``effect_pct``, a low-high range in percent of the step time, with
-its source) come first, largest first; the others follow in the order above.
+its source) come first, largest first; the others follow in the order above. What the
+evidence could not read (``RunFacts.unread``, filled by ``llmbench.aggregate.explain_inputs``,
+the one checked reader of a results folder) is said in its ``checked`` line.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from llmbench.job.run_record import read_record, read_run_transport
+from llmbench.aggregate.explanation import Explanation, Item, RunFacts, rank, row_value
 from llmbench.launch.slurm import expand_nodelist
 from llmbench.spec.catalog import published_results
 from llmbench.telemetry.energy import THROTTLE_FRACTION
 
-EXPLAINED_VERDICTS = ("slower", "no_reference", "not_comparable", None)
-"""Verdicts whose runs get an explanation in the report (None: no verdict at all)."""
 SOCKET_FALLBACK_EFFECT = (20.0, 25.0)
 SOCKET_FALLBACK_SOURCE = (
     "NVIDIA/exemplar-performance PR #39 (https://github.com/NVIDIA/exemplar-performance/pull/39): "
@@ -57,99 +54,20 @@ CLOCK_SOURCE = (
 )
 SPREAD_LIMIT = 0.05
 """Step-time std / mean in the window above which the spread is listed."""
-ORDER = ("transport", "node_health", "telemetry", "step_spread", "launch", "reference_row")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One piece of evidence: what, how much it could explain (percent of the step time,
-    low-high, None where no number exists) and where it is (paths under results/)."""
-
-    kind: str
-    title: str
-    detail: str
-    effect_pct: tuple[float, float] | None = None
-    effect_source: str = ""
-    evidence: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["effect_pct"] = (
-            None
-            if self.effect_pct is None
-            else {"low": self.effect_pct[0], "high": self.effect_pct[1]}
-        )
-        out["evidence"] = list(self.evidence)
-        return out
-
-
-@dataclass
-class RunFacts:
-    """What the evidence functions read about one run."""
-
-    row: Mapping[str, Any]  # its runs-table row
-    results: Path  # the results/ folder
-    record: Mapping[str, Any] = field(default_factory=dict)
-    transport: Mapping[str, Any] = field(default_factory=dict)
-    nodes: pd.DataFrame | None = None  # the preflight nodes table, where preflight ran
-    steps: pd.DataFrame | None = None  # the run's rows of the steps table
-
-    @property
-    def run_id(self) -> str:
-        return str(self.row["run_id"])
-
-    @property
-    def run_dir(self) -> Path:
-        return self.results / "runs" / self.run_id
-
-    def path(self, name: str) -> str:
-        """A file of the run, relative to results/."""
-        return f"runs/{self.run_id}/{name}"
-
-
-@dataclass
-class Explanation:
-    run_id: str
-    verdict: str | None
-    verdict_reason: str | None
-    deviation_pct: float | None
-    items: list[Item]
-    checked: list[str]
-
-    @property
-    def summary(self) -> str:
-        if not self.items:
-            return "no known cause found"
-        return f"{len(self.items)} known cause(s); first: {self.items[0].title}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "verdict": self.verdict,
-            "verdict_reason": self.verdict_reason,
-            "deviation_pct": self.deviation_pct,
-            "summary": self.summary,
-            "items": [i.as_dict() for i in self.items],
-            "checked": list(self.checked),
-        }
-
-
-def _value(row: Mapping[str, Any], name: str) -> Any:
-    value = row.get(name)
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
 
 
 # --- one function per kind of evidence ----------------------------------------------------
 
 
 def transport(facts: RunFacts) -> tuple[list[Item], str]:
+    if "record" in facts.unread:
+        return [], f"transport: not checked: {facts.unread['record']}"
     data = facts.transport
     files = list(data.get("files") or [])
-    checked = (
-        f"transport: NCCL's debug output, {len(files)} file(s) ({facts.path('transport.json')})"
-    )
+    source = facts.path("transport.json")
+    if "transport" in facts.unread:
+        source = f"{facts.unread['transport']}; the attempt's debug files read instead"
+    checked = f"transport: NCCL's debug output, {len(files)} file(s) ({source})"
     if not files:
         return [], checked + ": none (a CPU run, or NCCL wrote no debug file)"
     lines = [
@@ -166,7 +84,7 @@ def transport(facts: RunFacts) -> tuple[list[Item], str]:
     items = []
     plugin = str(data.get("nccl_plugin") or "")
     if data.get("socket_inter_node"):
-        fallback = bool(_value(facts.row, "socket_fallback"))
+        fallback = bool(row_value(facts.row, "socket_fallback"))
         where = (
             "on a cluster with IB/EFA" if fallback else "(the site declares no IB or EFA fabric)"
         )
@@ -210,8 +128,10 @@ def transport(facts: RunFacts) -> tuple[list[Item], str]:
 
 
 def node_health(facts: RunFacts) -> tuple[list[Item], str]:
-    nodes = expand_nodelist(_value(facts.row, "nodelist")) or [str(facts.row.get("host") or "")]
+    nodes = expand_nodelist(row_value(facts.row, "nodelist")) or [str(facts.row.get("host") or "")]
     table = facts.nodes
+    if "nodes" in facts.unread:
+        return [], f"node health: not checked: {facts.unread['nodes']}"
     if table is None or table.empty:
         return [], "node health: no preflight nodes table (preflight off)"
     mine = table[table["node"].isin(nodes)]
@@ -226,16 +146,16 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
                 Item(
                     "node_health",
                     f"node {row['node']} failed preflight",
-                    row["reason"],
+                    str(row_value(row, "reason") or "no reason recorded"),
                     evidence=("tables/nodes.parquet", "tables/nodes.html"),
                 )
             )
-        if row.get("warnings"):
+        if row_value(row, "warnings"):
             items.append(
                 Item(
                     "node_health",
                     f"node {row['node']} preflight warnings",
-                    row["warnings"],
+                    str(row["warnings"]),
                     evidence=("tables/nodes.parquet",),
                 )
             )
@@ -245,13 +165,15 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
 def telemetry(facts: RunFacts) -> tuple[list[Item], str]:
     energy_file = facts.path("energy.json")
     checked = f"telemetry: SM clocks in the step window ({energy_file})"
-    if _value(facts.row, "clock_throttled") is not True:
-        reason = _value(facts.row, "energy_reason")
+    if row_value(facts.row, "clock_throttled") is not True:
+        reason = row_value(facts.row, "energy_reason")
         return [], checked + (
-            f": {reason}" if reason and _value(facts.row, "clock_throttled") is None else ""
+            f": {reason}" if reason and row_value(facts.row, "clock_throttled") is None else ""
         )
-    low = _value(facts.row, "sm_clock_min_mhz")
-    gpus = _throttled_gpus(facts.run_dir / "telemetry.parquet")
+    low = row_value(facts.row, "sm_clock_min_mhz")
+    gpus = _throttled_gpus(facts.telemetry)
+    if "telemetry" in facts.unread:
+        checked += f"; per-GPU clocks not shown: {facts.unread['telemetry']}"
     high = max((g[2] for g in gpus), default=None)
     shown = "; ".join(f"{node} {device}: {lo:.0f} of {hi:.0f} MHz" for node, device, hi, lo in gpus)
     effect = None
@@ -270,12 +192,10 @@ def telemetry(facts: RunFacts) -> tuple[list[Item], str]:
     ], checked
 
 
-def _throttled_gpus(path: Path) -> list[tuple[str, str, float, float]]:
+def _throttled_gpus(samples: pd.DataFrame | None) -> list[tuple[str, str, float, float]]:
     """(node, device, highest, lowest SM clock in MHz) of each GPU whose clock fell below
     ``THROTTLE_FRACTION`` of its highest anywhere in its samples."""
-    try:
-        samples = pd.read_parquet(path)
-    except (OSError, ValueError):
+    if samples is None:
         return []
     clocks = samples[samples["metric"] == "sm_clock_mhz"]
     out = []
@@ -288,6 +208,8 @@ def _throttled_gpus(path: Path) -> list[tuple[str, str, float, float]]:
 
 def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
     checked = f"step times: spread over the window ({facts.path('steps.parquet')})"
+    if "steps" in facts.unread:
+        checked = f"step times: not checked: {facts.unread['steps']}"
     items = []
     steps = facts.steps
     if steps is not None and not steps.empty:
@@ -309,7 +231,7 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                         (facts.path("steps.parquet"),),
                     )
                 )
-    overlap = _value(facts.row, "overlap")
+    overlap = row_value(facts.row, "overlap")
     if overlap:
         items.append(
             Item(
@@ -319,10 +241,33 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                 evidence=(facts.path(f"{facts.record.get('attempt_dir', '')}/run.json"),),
             )
         )
+    if "steps" in facts.unread:
+        return items, checked
     return items, checked + "; per-rank step times are not logged (rank 0's only)"
 
 
+DIFFERENCE_FIELDS = ("name", "reference", "llmbench", "reason")
+"""A deliberate difference of the run spec's parity data (``spec.parity.differences``)."""
+
+
+def _differences(parity: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], str]:
+    """The well-formed entries of ``parity.differences``, and which were not."""
+    entries = parity.get("differences") or []
+    entries = entries if isinstance(entries, list) else []
+    good = [d for d in entries if isinstance(d, Mapping) and all(k in d for k in DIFFERENCE_FIELDS)]
+    bad = [str(n) for n, d in enumerate(entries) if not any(d is g for g in good)]
+    why = (
+        f"; spec.parity.differences[{', '.join(bad)}] not listed (no "
+        f"{'/'.join(DIFFERENCE_FIELDS)}: damaged, or another version's)"
+        if bad
+        else ""
+    )
+    return good, why
+
+
 def launch(facts: RunFacts) -> tuple[list[Item], str]:
+    if "record" in facts.unread:
+        return [], f"launch: not checked: {facts.unread['record']}"
     spec = facts.record.get("spec", {})
     spec_file = facts.path(f"{facts.record.get('attempt_dir', '')}/run_spec.json")
     checked = f"launch: parity data and stack ({spec_file})"
@@ -330,6 +275,7 @@ def launch(facts: RunFacts) -> tuple[list[Item], str]:
         return [], checked + ": the embedded workload has no reference launch"
     items = []
     parity = spec.get("parity") or {}
+    parity = parity if isinstance(parity, Mapping) else {}
     if not parity:
         items.append(
             Item(
@@ -339,7 +285,8 @@ def launch(facts: RunFacts) -> tuple[list[Item], str]:
                 evidence=(spec_file,),
             )
         )
-    for diff in parity.get("differences", []):
+    differences, skipped = _differences(parity)
+    for diff in differences:
         items.append(
             Item(
                 "launch",
@@ -349,6 +296,7 @@ def launch(facts: RunFacts) -> tuple[list[Item], str]:
             )
         )
     stack = parity.get("stack") or {}
+    stack = stack if isinstance(stack, Mapping) else {}
     if spec.get("container") == "none":
         items.append(
             Item(
@@ -367,10 +315,12 @@ def launch(facts: RunFacts) -> tuple[list[Item], str]:
                 evidence=(spec_file,),
             )
         )
-    return items, checked
+    return items, checked + skipped
 
 
 def reference_row(facts: RunFacts) -> tuple[list[Item], str]:
+    if "reference_row" in facts.unread:
+        return [], f"published row: not compared: {facts.unread['reference_row']}"
     row = facts.row
     key = tuple(str(row[k]) for k in ("workload", "size", "dtype", "gpu_type"))
     rows = [
@@ -380,27 +330,34 @@ def reference_row(facts: RunFacts) -> tuple[list[Item], str]:
     ]
     checked = "published row: GBS and GPU count (catalog)"
     items = []
-    same = [r for r in rows if r.gpus == int(row["gpus"])]
+    gpus, gbs = _whole(row, "gpus"), _whole(row, "global_batch_size")
+    same = [r for r in rows if r.gpus == gpus]
     if same:
         published = same[0]
-        if published.gbs != int(row["global_batch_size"]):
+        if gbs is not None and published.gbs != gbs:
             items.append(
                 Item(
                     "reference_row",
                     "global batch size differs from the published row",
-                    f"GBS {row['global_batch_size']} here, {published.gbs} in {published.source}",
+                    f"GBS {gbs} here, {published.gbs} in {published.source}",
                 )
             )
-    elif rows:
+    elif rows and gpus is not None:
         scales = ", ".join(str(g) for g in sorted({r.gpus for r in rows}))
         items.append(
             Item(
                 "reference_row",
                 "GPU count differs from every published row",
-                f"{row['gpus']} GPUs here; published at {scales} ({rows[0].source})",
+                f"{gpus} GPUs here; published at {scales} ({rows[0].source})",
             )
         )
     return items, checked
+
+
+def _whole(row: Mapping[str, Any], name: str) -> int | None:
+    """A count of the row, None where it holds none (NaN, a missing value)."""
+    value = row_value(row, name)
+    return int(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 EVIDENCE: tuple[Callable[[RunFacts], tuple[list[Item], str]], ...] = (
@@ -413,18 +370,6 @@ EVIDENCE: tuple[Callable[[RunFacts], tuple[list[Item], str]], ...] = (
 )
 
 
-def rank(items: Sequence[Item]) -> list[Item]:
-    """Items with a number first, largest upper bound first; then the rest by kind."""
-    return sorted(
-        items,
-        key=lambda i: (
-            i.effect_pct is None,
-            -(i.effect_pct[1] if i.effect_pct else 0),
-            ORDER.index(i.kind),
-        ),
-    )
-
-
 def explain(facts: RunFacts) -> Explanation:
     items: list[Item] = []
     checked: list[str] = []
@@ -432,85 +377,14 @@ def explain(facts: RunFacts) -> Explanation:
         found, what = gather(facts)
         items += found
         checked.append(what)
+    checked += facts.notes
     row = facts.row
-    deviation = _value(row, "deviation_pct")
+    deviation = row_value(row, "deviation_pct")
     return Explanation(
         run_id=facts.run_id,
-        verdict=_value(row, "verdict"),
-        verdict_reason=_value(row, "verdict_reason"),
+        verdict=row_value(row, "verdict"),
+        verdict_reason=row_value(row, "verdict_reason"),
         deviation_pct=None if deviation is None else float(deviation),
         items=rank(items),
         checked=checked,
     )
-
-
-# --- reading a results folder ---------------------------------------------------------------
-
-
-def run_facts(
-    results: Path, row: Mapping[str, Any], nodes: pd.DataFrame | None, steps: pd.DataFrame | None
-) -> RunFacts:
-    """The facts of one run of ``results`` (its folder under ``runs/``); ``steps`` are
-    the run's rows of the steps table."""
-    run_dir = results / "runs" / str(row["run_id"])
-    try:
-        record = read_record(run_dir / "run.json")
-    except (OSError, ValueError):
-        record = {}
-    transport_data = read_run_transport(run_dir, record) if record else {}
-    return RunFacts(row, results, record, transport_data, nodes, steps)
-
-
-def read_nodes(results: Path) -> pd.DataFrame | None:
-    path = results / "tables" / "nodes.parquet"
-    return pd.read_parquet(path) if path.exists() else None
-
-
-def explain_runs(
-    results: Path, runs: pd.DataFrame, steps: pd.DataFrame | None, only_unexplained: bool = True
-) -> list[Explanation]:
-    """An explanation per run of ``runs`` (the runs whose verdict is slower or missing,
-    unless ``only_unexplained`` is False)."""
-    nodes = read_nodes(results)
-    rows = [
-        row
-        for row in runs.to_dict("records")
-        if not only_unexplained or _value(row, "verdict") in EXPLAINED_VERDICTS
-    ]
-    by_run: dict[Any, pd.DataFrame] = {}
-    if steps is not None and not steps.empty and rows:
-        wanted = steps[steps["run_id"].isin([row["run_id"] for row in rows])]
-        by_run = dict(tuple(wanted.groupby("run_id", sort=False, observed=True)))
-    return [explain(run_facts(results, row, nodes, by_run.get(row["run_id"]))) for row in rows]
-
-
-def as_text(explanation: Explanation) -> str:
-    """The explanation as ``llmbench explain`` prints it."""
-    e = explanation
-    verdict = e.verdict or "none"
-    deviation = (
-        f" ({e.deviation_pct:+.1f} % against the reference)" if e.deviation_pct is not None else ""
-    )
-    lines = [f"{e.run_id}: verdict {verdict}{deviation}"]
-    if e.verdict_reason:
-        lines.append(f"  {e.verdict_reason}")
-    if not e.items:
-        lines.append("no known cause found")
-    for n, item in enumerate(e.items, start=1):
-        effect = ""
-        if item.effect_pct is not None:
-            low, high = item.effect_pct
-            effect = f" [could explain {low:g}-{high:g} % of the step time]"
-        lines.append(f"{n}. {item.kind}: {item.title}{effect}")
-        lines.append(f"   {item.detail}")
-        if item.effect_source:
-            lines.append(f"   source: {item.effect_source}")
-        if item.evidence:
-            lines.append(f"   evidence: {', '.join(item.evidence)}")
-    lines.append("checked:")
-    lines += [f"  - {c}" for c in e.checked]
-    return "\n".join(lines) + "\n"
-
-
-def as_json(explanations: Sequence[Explanation]) -> str:
-    return json.dumps([e.as_dict() for e in explanations], indent=2) + "\n"

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from llmbench.aggregate.arrow_memory import table_building_pool
-from llmbench.aggregate.explain import explain_runs
+from llmbench.aggregate.explain_inputs import explain_runs
 from llmbench.aggregate.reference import compare, references_for
 from llmbench.aggregate.result_file import result_document, validate
 from llmbench.aggregate.runs_and_steps import (

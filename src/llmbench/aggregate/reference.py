@@ -48,11 +48,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog import load_catalog, published_results
 from llmbench.spec.catalog.published import PublishedResult, load_summaries
+from llmbench.spec.yamlfile import read_yaml_file
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")
@@ -179,7 +179,7 @@ def load_references(path: str | Path) -> pd.DataFrame:
     elif suffix == ".csv":
         frame = pd.read_csv(path)
     elif suffix in (".yaml", ".yml"):
-        data = yaml.safe_load(path.read_text()) or []
+        data = read_yaml_file(path) or []
         if isinstance(data, dict):
             data = data.get("references", [])
         if not isinstance(data, list):

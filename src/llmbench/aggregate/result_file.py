@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from functools import cache
@@ -24,8 +25,9 @@ from typing import Any
 import jsonschema
 import pandas as pd
 
-from llmbench.aggregate.explain import EXPLAINED_VERDICTS, Explanation
+from llmbench.aggregate.explanation import EXPLAINED_VERDICTS, Explanation
 from llmbench.errors import ConfigError
+from llmbench.files.regular_file import read_regular, why_unreadable
 
 RESULT_FILE = "result.json"
 SCHEMAS = {"result": "result.schema.json", "run": "run.schema.json"}
@@ -75,7 +77,64 @@ def validate(document: Any, name: str, where: str = "") -> None:
     error = next(iter(sorted(validator.iter_errors(document), key=lambda e: list(e.path))), None)
     if error is not None:
         field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ConfigError(f"{where or name}: {field}: {error.message}")
+        raise ConfigError(f"{where or name}: {field}: {error.message}{_whose(document, error)}")
+
+
+MAX_RESULT_BYTES = 1 << 30
+"""A result.json is about 3 KB per run; a larger file is not one."""
+
+
+def check_result_bytes(data: bytes, where: str) -> None:
+    """``ConfigError`` (one line naming ``where``) unless ``data`` is a ``result.json``
+    this llmbench reads: JSON, its schema's version, valid against it."""
+    try:
+        document = json.loads(data)
+    except ValueError as err:
+        raise ConfigError(
+            f"{where}: not JSON, truncated or damaged ({str(err)[:80]}); allowed: the "
+            "result.json the aggregate step wrote (run it again to rebuild it)"
+        ) from None
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    ours = _version_tuple(schema_version("result"))
+    theirs = _version_tuple(version) if isinstance(version, str) else None
+    if isinstance(document, dict) and (theirs is None or theirs > ours):
+        raise ConfigError(
+            f"{where}: schema_version {version!r}; allowed: {schema_version('result')} or "
+            "older (the result schemas this llmbench knows)"
+        )
+    if theirs is None or theirs == ours:  # an older one was checked by its own writer
+        validate(document, "result", where)
+
+
+def result_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not a result.json this llmbench reads (one line naming it); None
+    when it is one, or when there is none (an older llmbench wrote no result.json)."""
+    try:
+        check_result_bytes(read_regular(path, MAX_RESULT_BYTES), str(path))
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"{path}: cannot read ({why_unreadable(err)})"
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    parts = text.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _whose(document: Any, error: jsonschema.ValidationError) -> str:
+    """For a field of one run of ``result.json``: which run, and the record it came from."""
+    path = list(error.absolute_path)
+    if len(path) < 2 or path[0] != "runs" or not isinstance(path[1], int):
+        return ""
+    try:
+        run = document["runs"][path[1]]["run_id"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    return f" (run {run}, from runs/{run}/run.json)"
 
 
 def _plain(value: Any) -> Any:

@@ -10,6 +10,7 @@ out of space meanwhile says which file it was writing (``llmbench.files.job_log`
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,6 +41,28 @@ def low_space(folders: Iterable[str | Path]) -> str | None:
                 f"{folder}: {free:,} bytes free on its filesystem; a sweep needs at least "
                 f"{MIN_FREE_BYTES >> 20} MiB there (Snakemake's lock and log, the runs' "
                 "logs and tables): free space and run the same command again"
+            )
+    return None
+
+
+def not_writable(folders: Iterable[str | Path]) -> str | None:
+    """One line naming the first of ``folders`` (or, where it does not exist yet, the
+    folder it would be made in) that cannot be written: a read-only file system or no
+    write permission; None when each can be."""
+    for folder in folders:
+        where = Path(folder)
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        try:
+            read_only = bool(os.statvfs(where).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        if read_only or not os.access(where, os.W_OK):
+            why = "a read-only file system" if read_only else "no write permission"
+            return (
+                f"{folder}: cannot be written ({why} at {where}); the sweep has jobs to run "
+                "that write there; allowed: a folder this user can write (run the sweep "
+                "where it can, or make it writable)"
             )
     return None
 

@@ -52,6 +52,23 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
         return fh.read()
 
 
+def regular_file_problem(path: str | os.PathLike[str], max_bytes: int | None = None) -> str | None:
+    """Why ``path`` is not a regular file of at most ``max_bytes`` ("missing", "not a
+    regular file but a named pipe", "N bytes, more than M"), found without opening it;
+    None when it is one."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # below a file: not there either
+        return "missing"
+    except OSError as err:
+        return why_unreadable(err)
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file but {_KINDS.get(stat.S_IFMT(info.st_mode), 'a special file')}"
+    if max_bytes is not None and info.st_size > max_bytes:
+        return f"{info.st_size} bytes, more than {max_bytes}"
+    return None
+
+
 def why_unreadable(err: OSError) -> str:
     """The reason an ``OSError`` of reading gives, without the path (callers name it)."""
     return err.strerror or str(err) or type(err).__name__

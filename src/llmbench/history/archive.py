@@ -32,6 +32,7 @@ from typing import IO, Any
 import zstandard
 
 from llmbench import __version__
+from llmbench.aggregate.result_file import MAX_RESULT_BYTES, RESULT_FILE, check_result_bytes
 from llmbench.errors import ConfigError
 from llmbench.files.atomic import create_new, new_output
 from llmbench.files.regular_file import open_regular, why_unreadable
@@ -293,6 +294,7 @@ def verify_archive(path: str | os.PathLike[str]) -> Verified:
         ) from None
     seen: dict[str, tuple[int, str]] = {}
     manifest_bytes: bytes | None = None
+    result_bytes = bytearray()
     try:
         with (
             raw_file as raw,
@@ -312,15 +314,23 @@ def verify_archive(path: str | os.PathLike[str]) -> Verified:
                     manifest_bytes = fh.read()
                     continue
                 sha = hashlib.sha256()
+                kept = member.name.count("/") == 1 and member.name.endswith(f"/{RESULT_FILE}")
                 while chunk := fh.read(_CHUNK):
                     sha.update(chunk)
+                    if kept and len(result_bytes) <= MAX_RESULT_BYTES:
+                        result_bytes += chunk
                 seen[member.name] = (member.size, sha.hexdigest())
     except zstandard.ZstdError as exc:
         raise ConfigError(f"{where}: not a readable zstd stream ({exc}); allowed: a .tar.zst "
                           "written by llmbench archive") from None  # fmt: skip
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise ConfigError(f"{where}: corrupt tar ({exc})") from None
-    return _check_manifest(path, where, manifest_bytes, seen)
+    verified = _check_manifest(path, where, manifest_bytes, seen)
+    if f"{verified.sweep_id}/{RESULT_FILE}" in seen:  # the bytes hold; does the content?
+        check_result_bytes(
+            bytes(result_bytes), f"{where}: member {verified.sweep_id}/{RESULT_FILE}"
+        )
+    return verified
 
 
 def _check_manifest(

@@ -11,11 +11,13 @@ like tokens inside the files that do (docs/history.md, "Archives").
   is still a log), line by line, replaced by ``<redacted>``: the value of an assignment
   whose name says it is secret (``HF_TOKEN=...``, ``"api_key": "..."``, ``password: ...``:
   names with TOKEN, SECRET, PASSWORD/PASSWD, API_KEY/APIKEY,
-  ACCESS_KEY, PRIVATE_KEY, CREDENTIAL or AUTH); the password of a URL
-  (``https://user:<redacted>@host``); ``Bearer`` tokens; well-known token shapes (Hugging
-  Face ``hf_``, GitHub ``ghp_``/``github_pat_``, NVIDIA ``nvapi-``, AWS ``AKIA``/``ASIA``
-  key ids, Slack ``xox?-``, GitLab ``glpat-``, OpenAI-style ``sk-``, JSON Web Tokens); and
-  every line of a PEM private key block.
+  ACCESS_KEY, PRIVATE_KEY, CREDENTIAL or AUTH), except a plain number named after
+  tokens, or none (``"joules_per_token": 0.037`` or ``null``: a measurement; redacting it
+  broke the JSON);
+  the password of a URL (``https://user:<redacted>@host``); ``Bearer`` tokens; well-known
+  token shapes (Hugging Face ``hf_``, GitHub ``ghp_``/``github_pat_``, NVIDIA ``nvapi-``,
+  AWS ``AKIA``/``ASIA`` key ids, Slack ``xox?-``, GitLab ``glpat-``, OpenAI-style ``sk-``,
+  JSON Web Tokens); and every line of a PEM private key block.
 - Binary formats (``binary_format``: Parquet, PNG, JPEG, zip, gzip, zstd, SQLite, PDF,
   ELF...) cannot be redacted without breaking them: the archive scans them (their bytes,
   and what Parquet, zip, gzip and zstd files hold once decoded) and leaves out one in
@@ -51,6 +53,12 @@ _ASSIGNMENT = re.compile(
     (?P<value>[^\s"',;]+)            # its value, up to a quote, space, comma or ;
     """
 )
+_TOKEN_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])token(?![A-Za-z0-9])")
+_NUMBER = re.compile(
+    r"(?i)[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|null|none|nan|[-+]?(?:inf|infinity)"
+)
+"""A count or rate named after tokens (``joules_per_token``, ``"token_budget": 1e12``) is a
+measurement, or none (``null``, ``NaN``): a token itself is never a plain decimal number."""
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)(?P<pw>[^@\s/]+)@")
 _BEARER = re.compile(r"(?i)(?P<head>\bBearer\s+)(?P<token>[A-Za-z0-9._~+/=-]{8,})")
 _TOKEN_SHAPES = re.compile(
@@ -112,6 +120,8 @@ def redact_line(line: str) -> tuple[str, int]:
     def assignment(m: re.Match[str]) -> str:
         nonlocal count
         if m.group("value") == REDACTED:
+            return m.group(0)
+        if _TOKEN_WORD.search(m.group("name")) and _NUMBER.fullmatch(m.group("value")):
             return m.group(0)
         count += 1
         return f"{m.group('name')}{m.group('sep')}{m.group('quote')}{REDACTED}"

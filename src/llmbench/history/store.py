@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from llmbench.aggregate.result_file import RESULT_FILE, result_file_problem
 from llmbench.errors import ConfigError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.regular_file import read_regular, why_unreadable
@@ -279,6 +280,7 @@ def add_sweep(history: History, results: str | os.PathLike[str]) -> Added:
         raise ConfigError(
             f"{str(results)!r} has no tables/ folder; allowed: a results folder of a sweep"
         )
+    _check_result_file(results)
     row, blobs = _history_tables(results)
     sweep_id = row["sweep_id"]
     folder = sweep_dir(row["cluster"], row["date"], sweep_id)
@@ -306,6 +308,14 @@ def add_sweep(history: History, results: str | os.PathLike[str]) -> Added:
             "a history this user can write"
         ) from None
     return Added(sweep_id, target, True)
+
+
+def _check_result_file(results: Path) -> None:
+    """A sweep whose ``result.json`` is damaged is refused (its tables may be too); one
+    without it (an older llmbench's) is added."""
+    problem = result_file_problem(results / RESULT_FILE)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _exists(history: History, path: str) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from llmbench.errors import ParseError
+from llmbench.files.regular_file import read_regular, why_unreadable
 from llmbench.parsers import ParsedLog, parse_log
 from llmbench.parsers.summary import no_data_summary
 from llmbench.parsers.transport import TransportReport, debug_files, read_transport
@@ -16,11 +18,20 @@ from llmbench.parsers.vocabulary import Reason
 TRANSPORT_FILE = "transport.json"
 """Beside run.json: what NCCL's debug output of the reported attempt says
 (``llmbench.parsers.transport``), written by the train job."""
+MAX_RECORD_BYTES = 16 << 20
+"""A record, summary or transport report is kilobytes; a larger file is not one."""
+ATTEMPT_DIR = re.compile(r"attempt-[0-9]+")
+"""An attempt's folder, beside run.json (the run schema's ``attempt_dir``)."""
+_TRANSPORT_KINDS = {
+    "attempt": int,
+    **{name: type(value) for name, value in TransportReport().as_dict().items()},
+}
 
 
-def read_record(path: str | Path) -> dict[str, Any]:
-    with open(path) as fh:
-        return json.load(fh)
+def read_record(path: str | Path) -> Any:
+    """A JSON file llmbench wrote (a run record, summary or peak): a regular file of at
+    most ``MAX_RECORD_BYTES``; ``OSError`` or ``ValueError`` otherwise."""
+    return json.loads(read_regular(path, MAX_RECORD_BYTES))
 
 
 def summarize_record(record_path: str | Path) -> tuple[dict[str, Any], ParsedLog]:
@@ -55,21 +66,58 @@ def parse_attempt_log(run_dir: Path, record: Mapping[str, Any]) -> ParsedLog:
 
 def attempt_transport(run_dir: Path, record: Mapping[str, Any]) -> TransportReport:
     """The transport report of the reported attempt's NCCL debug files; a run that spans
-    nodes carried its network traffic between them."""
-    attempt_dir = run_dir / record.get("attempt_dir", "")
-    files = debug_files(attempt_dir) if record.get("attempt_dir") else []
-    inter_node = int(record.get("spec", {}).get("nodes", 1)) > 1
+    nodes carried its network traffic between them. Only an ``attempt-<n>`` folder of the
+    run is read: a record naming another (``../..``) reads none."""
+    name = record.get("attempt_dir")
+    ok = isinstance(name, str) and ATTEMPT_DIR.fullmatch(name) is not None
+    files = debug_files(run_dir / name) if ok else []
+    spec = record.get("spec")
+    nodes = spec.get("nodes", 1) if isinstance(spec, Mapping) else 1
+    inter_node = isinstance(nodes, int) and nodes > 1
     return read_transport(files, inter_node=inter_node, base=run_dir)
 
 
-def read_run_transport(run_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
+def transport_problem(data: Any) -> str | None:
+    """What is wrong with a ``transport.json``'s shape (a field of another type, an
+    evidence entry without its fact, file or line), or None."""
+    if not isinstance(data, dict):
+        return f"not a JSON object but {type(data).__name__}"
+    for key, kind in _TRANSPORT_KINDS.items():
+        if key in data and not isinstance(data[key], kind):
+            return f"{key}: {str(data[key])[:40]!r} is not {kind.__name__}"
+    if not all(isinstance(f, str) for f in data.get("files", [])):
+        return "files: not a list of file names"
+    for n, item in enumerate(data.get("evidence", [])):
+        fields = {"fact": str, "file": str, "line": int}
+        if not isinstance(item, dict) or not all(
+            isinstance(item.get(k), t) for k, t in fields.items()
+        ):
+            return f"evidence[{n}]: not a fact, file and line"
+    return None
+
+
+def run_transport(run_dir: Path, record: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """The run's ``transport.json`` when it describes the reported attempt, else the
-    attempt's files read now (runs recorded before the train job wrote the file)."""
+    attempt's files read now (runs recorded before the train job wrote the file), and
+    why the file was not used ("" when it was, or is simply absent)."""
+    path = run_dir / TRANSPORT_FILE
+    why = ""
     try:
-        with open(run_dir / TRANSPORT_FILE) as fh:
-            data = json.load(fh)
-        if data.get("attempt") == record.get("attempt"):
-            return data
-    except (OSError, ValueError, AttributeError):
-        pass
-    return {"attempt": record.get("attempt"), **attempt_transport(run_dir, record).as_dict()}
+        data = read_record(path)
+    except FileNotFoundError:
+        data = None
+    except OSError as err:
+        data, why = None, why_unreadable(err)
+    except ValueError as err:
+        data, why = None, f"not JSON ({str(err)[:80]})"
+    if data is not None:
+        why = transport_problem(data) or ""
+        if not why and data.get("attempt") == record.get("attempt"):
+            return data, ""
+        why = why or f"describes attempt {data.get('attempt')!r}, not the reported one"
+    return {"attempt": record.get("attempt"), **attempt_transport(run_dir, record).as_dict()}, why
+
+
+def read_run_transport(run_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_transport``'s report."""
+    return run_transport(run_dir, record)[0]

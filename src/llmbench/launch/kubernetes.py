@@ -34,6 +34,7 @@ from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_env
 from llmbench.launch.shell import join
 from llmbench.spec.launchers import LAUNCHER_TRAITS
 from llmbench.spec.runspec import RunSpec
+from llmbench.spec.yamlfile import load_yaml_text
 
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"
@@ -577,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--context", default="")
     args = parser.parse_args(argv)
-    manifest = yaml.safe_load(args.manifest.read_text())
+    manifest = load_yaml_text(args.manifest.read_text(), str(args.manifest))
     return submit_and_wait(
         manifest, args.record, args.progress, args.poll_s, args.keep, args.context
     )

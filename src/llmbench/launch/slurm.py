@@ -17,13 +17,15 @@ import math
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Mapping
 from typing import Any
 
 import psutil
 
+from llmbench.errors import ConfigError
+from llmbench.files.tool_output import first_line, run_tool
 from llmbench.spec.limits import RunLimits
+from llmbench.spec.preflight_settings import NODE_PATTERN, ListedNodes
 from llmbench.spec.runspec import RunSpec, parity_settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
@@ -113,21 +115,54 @@ SLURM_FAILURE_STATES = {
 """Slurm job states that end a job badly, and the parser's reason for each."""
 
 QUERY_TIMEOUT_S = 30
+QUERY_MAX_BYTES = 1 << 20
+"""A job's state, node list or the controller's config: kilobytes."""
+NODE_LIST_MAX_BYTES = 4 << 20
+"""A partition's node names from sinfo, one per line: some 300,000 names, ten times the
+largest clusters' node counts; a longer listing is read that far (the nodes checked are
+capped far below it)."""
 
 
-def _lines(cmd: list[str]) -> list[str] | None:
-    """The non-empty output lines of a Slurm command; None when it is missing or fails."""
+def _lines(cmd: list[str], max_bytes: int = QUERY_MAX_BYTES) -> list[str] | None:
+    """The non-empty output lines of a Slurm command (stdout, read as bytes up to
+    ``max_bytes``, undecodable bytes replaced); None when it is missing, fails or hangs."""
     if shutil.which(cmd[0]) is None:
         return None
-    try:
-        out = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+    run = run_tool(cmd, QUERY_TIMEOUT_S, max_bytes, stderr=False)
+    if run.ending != "ok":
+        return None
+    return [line.strip() for line in run.text.splitlines() if line.strip()]
+
+
+def partition_nodes(partition: str | None) -> ListedNodes | None:
+    """The node names sinfo lists for a partition (the default one when None); None
+    where Slurm cannot be asked (no sinfo, or it fails or hangs: the preflight gate then
+    stops the sweep with one line). A name that is not a node name stops the sweep here
+    with one line naming sinfo, not a config key."""
+    command = ["sinfo", "-h", "-N", "-o", "%N"] + (["-p", partition] if partition else [])
+    if shutil.which("sinfo") is None:
+        return None
+    run = run_tool(command, QUERY_TIMEOUT_S, NODE_LIST_MAX_BYTES, stderr=False)
+    if run.ending not in ("ok", "overflow"):
+        return None
+    lines = run.text.splitlines()
+    note = ""
+    if run.overflowed:
+        lines = lines[:-1]  # the last name may be cut
+        note = (
+            f"{shlex.join(command)} printed more than {NODE_LIST_MAX_BYTES:,} bytes; the "
+            f"{len(lines):,} names before that were read"
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    names = sorted({line.strip() for line in lines if line.strip()})
+    node = re.compile(NODE_PATTERN)
+    for name in names:
+        if not node.fullmatch(name):
+            raise ConfigError(
+                f"preflight: {shlex.join(command)} printed {first_line(name)!r}, which is not "
+                "a node name (a broken Slurm, or not sinfo); allowed: names of letters, "
+                "digits, '.', '_' and '-', or preflight.nodes listing the nodes to check"
+            )
+    return ListedNodes(tuple(names), shlex.join(command), note)
 
 
 def job_state(job_id: str) -> str | None:

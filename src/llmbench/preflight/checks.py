@@ -35,13 +35,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
+from llmbench.files.regular_file import read_regular
+from llmbench.spec.yamlfile import load_yaml_text
 
 STATUSES = ("pass", "warn", "exclude", "skipped")
 KMSG = "dev/kmsg"
 GOVERNORS = "sys/devices/system/cpu"
 IMEX_CHANNELS = "dev/nvidia-caps-imex-channels"
 INFINIBAND = "sys/class/infiniband"
+GOVERNOR_MAX_BYTES = 4096
+"""A governor's name is a word; sysfs files are at most a page."""
 KMSG_LIMIT_BYTES = 64 << 20
 """The kernel's ring buffer is a few MiB; a root folder's file is read no further."""
 
@@ -65,14 +68,14 @@ class Check:
 def rules() -> dict[str, Any]:
     """``checks.yaml``: what each check does with what it finds."""
     text = resources.files("llmbench").joinpath("preflight/checks.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "checks.yaml", fast=True)
 
 
 @cache
 def xid_catalog() -> dict[str, Any]:
     """``xid.yaml``: NVIDIA's action per Xid code, with its source."""
     text = resources.files("llmbench").joinpath("preflight/xid.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "xid.yaml", fast=True)
 
 
 def node_root(root: str, node: str) -> Path:
@@ -254,12 +257,19 @@ def cpu_governor_check(root: Path) -> Check:
         cpus = [e for e in os.scandir(base) if re.fullmatch(r"cpu\d+", e.name)]
     except OSError:
         cpus = []
+    unreadable = 0
     for cpu in cpus:
-        try:
-            name = (Path(cpu.path) / "cpufreq/scaling_governor").read_text().strip()
-        except OSError:
+        try:  # a regular file of a few bytes: a FIFO or device there would block the read
+            data = read_regular(Path(cpu.path) / "cpufreq/scaling_governor", GOVERNOR_MAX_BYTES)
+        except FileNotFoundError:
             continue
+        except OSError:
+            unreadable += 1
+            continue
+        name = data.decode("utf-8", errors="replace").strip() or "(empty)"
         counts[name] = counts.get(name, 0) + 1
+    if unreadable:
+        counts["unreadable"] = unreadable
     if not counts:
         return Check("cpu_governor", "pass", f"no cpufreq governor under {base} (not judged)")
     shown = ", ".join(f"{n} cores {g}" for g, n in sorted(counts.items()))

@@ -29,8 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from llmbench.spec.yamlfile import load_yaml_text
 from llmbench.telemetry.nvidia_smi import field_name, value_number
 
 HEALTH_FIELDS = (
@@ -146,14 +145,24 @@ def parse_health_csv(lines: Iterable[str], expected_gpus: int) -> HealthReport:
     return HealthReport(len(rows), problems, [row.get("name", "") for row in rows])
 
 
-def dcgm_failures(text: str) -> list[str]:
-    """Tests ``dcgmi diag`` reports as failed (its table: ``| <test> | Fail ... |``)."""
-    failed = []
+DCGM_RESULTS = ("pass", "fail", "warn", "skip")
+"""The words a ``dcgmi diag`` test result starts with (its table's second column)."""
+
+
+def dcgm_results(text: str) -> list[tuple[str, str]]:
+    """(test, result) of each row of ``dcgmi diag``'s table (``| <test> | <result> |``);
+    none in an empty or unreadable report."""
+    rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and cells[1].lower().startswith("fail"):
-            failed.append(cells[0])
-    return failed
+        if len(cells) >= 2 and cells[1].lower().startswith(DCGM_RESULTS):
+            rows.append((cells[0], cells[1]))
+    return rows
+
+
+def dcgm_failures(text: str) -> list[str]:
+    """Tests ``dcgmi diag`` reports as failed (its table: ``| <test> | Fail ... |``)."""
+    return [test for test, result in dcgm_results(text) if result.lower().startswith("fail")]
 
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
@@ -196,4 +205,4 @@ def parse_nccl_tests(text: str) -> NcclTestResult:
 def expected_bandwidth() -> dict[str, dict[str, Any]]:
     """Expected bus bandwidth per GPU type (``expected.yaml``, with its sources)."""
     text = resources.files("llmbench").joinpath("preflight/expected.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml_text(text, "expected.yaml", fast=True)

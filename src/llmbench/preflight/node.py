@@ -1,20 +1,28 @@
 """One node's preflight: what the ``preflight_node`` job runs on that node.
 
 CPU nodes: the gloo all-reduce and alltoall tests between local ranks (``allreduce``).
-GPU nodes: a rendered ``preflight.sh`` (health query, ECC and row remapping, NVLink,
-``dcgmi diag -r 1`` where DCGM is installed, ``srun --mpi=list`` where a launch needs
-pmix, nccl-tests ``all_reduce_perf`` and ``alltoall_perf`` in the workload's image
-through pyxis where the sweep uses one), whose sections are parsed into the same result.
-Both run the node checks of ``checks`` (Xid, CPU governor, IMEX, fabric devices ...).
+GPU nodes: the health query, ECC and row remapping, NVLink, ``dcgmi diag -r 1`` where
+DCGM is installed, ``srun --mpi=list`` where a launch needs pmix, nccl-tests
+``all_reduce_perf`` and ``alltoall_perf`` in the workload's image through pyxis where the
+sweep uses one. Each tool runs under its own time limit (``CHECK_LIMITS_S``) with its
+output read as bytes up to a bound (``llmbench.files.tool_output``); its output and how it
+ended go to ``preflight.log`` (``llmbench.preflight.sections``), which ``gpu_result``
+judges: a tool that hangs, fails or prints too much is a problem on the node, never a
+crash of the check. The same commands are written to ``preflight.sh`` beside it, with the
+same limits, to run again by hand. Both node kinds run the node checks of ``checks``
+(Xid, CPU governor, IMEX, fabric devices ...).
 """
 
 from __future__ import annotations
 
-import subprocess
+import os
+import shutil
+from collections.abc import Callable, Collection
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.files.tool_output import MAX_OUTPUT_BYTES, run_tool
 from llmbench.launch.shell import Raw, Word, join
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.checks import (
@@ -27,6 +35,7 @@ from llmbench.preflight.gpu import (
     alltoall_single_node_command,
     dcgm_command,
     dcgm_failures,
+    dcgm_results,
     expected_bandwidth,
     health_command,
     nccl_multi_node_command,
@@ -36,10 +45,27 @@ from llmbench.preflight.gpu import (
     parse_nccl_tests,
     parse_nvlink_status,
 )
+from llmbench.preflight.sections import SECTION, endings, run_section, sections
 from llmbench.spec.preflight_settings import PreflightSettings
 
-SECTION = "### llmbench preflight: "
-SCRIPT_TIMEOUT_S = 1800
+CHECK_LIMITS_S = {
+    "health": 60,
+    "ecc": 60,
+    "nvlink": 60,
+    "dcgm": 180,
+    "pmix": 60,
+    "nccl": 600,
+    "alltoall": 600,
+}
+"""Each GPU check's time limit: a query answers in seconds, ``dcgmi diag -r 1`` (the quick
+level) in well under a minute, nccl-tests up to 8 GiB in a few minutes; together with the
+job's start, within the preflight_node job's 30 minutes."""
+EXIT_JUDGED = frozenset({"health", "ecc", "dcgm", "nccl"})
+"""Checks whose exit status other than 0 is a problem; NVLink's status query, pmix's list
+and alltoall_perf (absent from some images) are judged by what they print."""
+FABRIC_TIMEOUT_S = 1680
+"""The multi-node all-reduce's limit, within the fabric job's 30 minutes."""
+DCGM_MISSING = "dcgmi not installed"
 
 
 def message_sizes(max_bytes: int, factor: int = 8) -> list[int]:
@@ -96,69 +122,103 @@ def _container(image: str) -> list[Word]:
     ]
 
 
-def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
-    """``preflight.sh`` of a GPU node: each check's output under its own section line."""
+def _image_argument(image: str) -> list[Word]:
+    """``_container`` as the job runs it: the image ``LLMBENCH_IMAGE`` names, else the sweep's."""
+    return [
+        f"--container-image={os.environ.get('LLMBENCH_IMAGE') or image}",
+        "--no-container-mount-home",
+    ]
+
+
+def gpu_commands(
+    settings: PreflightSettings,
+    image: str | None,
+    container: Callable[[str], list[Word]] = _image_argument,
+) -> dict[str, list[Word]]:
+    """The GPU checks' commands by section name, in the order they run; ``container``
+    words the image (``_container`` in the script)."""
+    commands: dict[str, list[Word]] = {
+        "health": [*health_command()],
+        "ecc": [*ecc_command()],
+        "nvlink": [*nvlink_command()],
+        "dcgm": [*dcgm_command()],
+    }
+    if settings.fabric:
+        commands["pmix"] = ["srun", "--mpi=list"]
     tests = {
         "nccl": nccl_single_node_command(settings.ranks, settings.max_message_bytes),
         "alltoall": alltoall_single_node_command(settings.ranks, settings.max_message_bytes),
     }
-    commands: dict[str, list[Word]] = {}
     for name, command in tests.items():
         commands[name] = [*command]
         if image:
             srun = ["srun", "--ntasks=1", f"--gpus-per-task={settings.ranks}"]
-            commands[name] = [*srun, *_container(image), *command]
-    pmix = [f"echo '{SECTION}pmix'", "srun --mpi=list 2>&1 || true"] if settings.fabric else []
-    return "\n".join(
-        [
-            "#!/usr/bin/env bash",
-            "# llmbench GPU node preflight: health, ECC, NVLink, DCGM, one-node bandwidth.",
-            "set -uo pipefail",
-            f"echo '{SECTION}health'",
-            join(health_command()),
-            f"echo '{SECTION}ecc'",
-            f"{join(ecc_command())} || true",
-            f"echo '{SECTION}nvlink'",
-            f"{join(nvlink_command())} || true",
-            f"echo '{SECTION}dcgm'",
-            f"if command -v dcgmi >/dev/null; then {join(dcgm_command())}; "
-            "else echo 'dcgmi not installed'; fi",
-            *pmix,
-            f"echo '{SECTION}nccl'",
-            join(commands["nccl"]),
-            f"echo '{SECTION}alltoall'",
-            f"{join(commands['alltoall'])} || true",
-            "",
-        ]
-    )
+            commands[name] = [*srun, *container(image), *command]
+    return commands
 
 
-def sections(text: str) -> dict[str, str]:
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        if line.startswith(SECTION):
-            current = line[len(SECTION) :].strip()
-            out[current] = []
-        elif current is not None:
-            out[current].append(line)
-    return {name: "\n".join(lines) for name, lines in out.items()}
+def render_gpu_preflight(settings: PreflightSettings, image: str | None) -> str:
+    """``preflight.sh`` of a GPU node: the commands the node's preflight runs, each under
+    its time limit (``timeout``: the command and what it started are stopped), written
+    beside its result to run again by hand."""
+    lines = [
+        "#!/usr/bin/env bash",
+        "# llmbench GPU node preflight: health, ECC, NVLink, DCGM, one-node bandwidth.",
+        "# What the preflight_node job ran, each check under its own time limit.",
+        "set -uo pipefail",
+    ]
+    for name, command in gpu_commands(settings, image, _container).items():
+        limited = f"timeout -k 5 {CHECK_LIMITS_S[name]} {join(command)}"
+        if name == "dcgm":
+            limited = (
+                f"if command -v dcgmi >/dev/null; then {limited}; else echo '{DCGM_MISSING}'; fi"
+            )
+        lines += [f"echo '{SECTION}{name}'", limited]
+    return "\n".join([*lines, ""])
 
 
-def gpu_result(node: str, settings: PreflightSettings, output: str) -> dict[str, Any]:
-    """Judge a GPU node from its ``preflight.sh`` output."""
+def run_gpu_checks(settings: PreflightSettings, image: str | None) -> str:
+    """Run each GPU check (``gpu_commands``) under its limit; ``preflight.log``'s text."""
+    out = []
+    for name, command in gpu_commands(settings, image).items():
+        if name == "dcgm" and shutil.which("dcgmi") is None:
+            out.append(f"{SECTION}{name}\n{DCGM_MISSING}\n")
+            continue
+        out.append(run_section(name, command, CHECK_LIMITS_S[name]))
+    return "".join(out)
+
+
+def ending_problems(output: str, not_judged: Collection[str] = ()) -> list[str]:
+    """The checks whose tool timed out, printed too much, or (``EXIT_JUDGED``) failed or
+    was missing, each in one phrase naming the command."""
+    problems = []
+    for name, (ending, phrase) in endings(output).items():
+        if name in not_judged or ending == "ok":
+            continue
+        if ending in ("timeout", "overflow") or name in EXIT_JUDGED:
+            problems.append(phrase)
+    return problems
+
+
+def gpu_result(
+    node: str, settings: PreflightSettings, output: str, not_judged: Collection[str] = ()
+) -> dict[str, Any]:
+    """Judge a GPU node from its ``preflight.log`` (``sections`` and how each tool ended;
+    ``not_judged``: checks whose ending is not a problem)."""
     parts = sections(output)
     health = parse_health_csv(parts.get("health", "").splitlines(), settings.ranks)
-    problems = list(health.problems)
+    problems = [*ending_problems(output, not_judged), *health.problems]
     checks = ["nvidia-smi health"]
     links, link_problems = parse_nvlink_status(parts.get("nvlink", ""))
     if links:
         checks.append("nvidia-smi nvlink --status")
         problems += link_problems
     dcgm = parts.get("dcgm", "")
-    if "dcgmi not installed" not in dcgm:
+    if DCGM_MISSING not in dcgm:
         checks.append("dcgmi diag -r 1")
         problems += [f"DCGM {test}: Fail" for test in dcgm_failures(dcgm)]
+        if not dcgm_results(dcgm) and "dcgm" not in not_judged:
+            problems.append("dcgmi diag -r 1 printed no test result")
     nccl = parse_nccl_tests(parts.get("nccl", ""))
     checks.append("nccl-tests all_reduce_perf")
     if not nccl.points:
@@ -193,9 +253,8 @@ def node_preflight(
     folder.mkdir(parents=True, exist_ok=True)
     if settings.gpu_type == "cpu":
         return cpu_preflight(node, settings)
-    script = folder / "preflight.sh"
-    script.write_text(render_gpu_preflight(settings, image))
-    output = _run_script(script)
+    (folder / "preflight.sh").write_text(render_gpu_preflight(settings, image))
+    output = run_gpu_checks(settings, image)
     (folder / "preflight.log").write_text(output)
     return gpu_result(node, settings, output)
 
@@ -254,16 +313,9 @@ def fabric_preflight(
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "fabric.sh"
     script.write_text(render_fabric(settings, image))
-    output = _run_script(script)
-    (folder / "fabric.log").write_text(output)
-    return fabric_result(settings, output)
-
-
-def _run_script(script: Path) -> str:
-    try:
-        proc = subprocess.run(
-            ["bash", str(script)], capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
-        return ""
-    return proc.stdout + proc.stderr
+    run = run_tool(["bash", str(script)], FABRIC_TIMEOUT_S, MAX_OUTPUT_BYTES)
+    (folder / "fabric.log").write_text(run.text)
+    result = fabric_result(settings, run.text)
+    if run.ending in ("timeout", "overflow"):
+        result["problems"].insert(0, run.problem)
+    return result

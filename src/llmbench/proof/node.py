@@ -8,7 +8,10 @@ diagnostic cannot cost the bandwidth figure. The all-reduce is nccl-tests'
 process per GPU (``llmbench.preflight.allreduce``). The outputs are judged by the
 preflight's own ``gpu_result``. On a machine without GPUs (the kit's dry mode): the
 preflight's CPU check, a gloo all-reduce and alltoall between two local ranks; the GPU checks are
-listed as skipped, with why.
+listed as skipped, with why. Every tool runs as the preflight runs it
+(``llmbench.preflight.sections``): its output read as bytes up to a bound, stopped with what
+it started at its limit, and a tool that fails, hangs or prints garbage is a problem named
+in ``node.json``.
 
 With one GPU an all-reduce crosses no link: its bus bandwidth, algbw x 2 (n - 1) / n, is 0
 by definition and is not reported; the run still shows that NCCL starts and completes a
@@ -20,11 +23,11 @@ from __future__ import annotations
 import math
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from llmbench.files.atomic import write_json_atomic
+from llmbench.files.tool_output import run_tool
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import (
     NCCL_TESTS_BINARY,
@@ -33,7 +36,8 @@ from llmbench.preflight.gpu import (
     nccl_single_node_command,
     nvlink_command,
 )
-from llmbench.preflight.node import SECTION, cpu_preflight, gpu_result, message_sizes, sections
+from llmbench.preflight.node import cpu_preflight, gpu_result, message_sizes
+from llmbench.preflight.sections import SECTION, endings, run_section, sections
 from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
 from llmbench.spec.preflight_settings import PreflightSettings
 from llmbench.telemetry.nvidia_smi import field_name
@@ -55,31 +59,15 @@ NCCL_TESTS_CHECK = "nccl-tests all_reduce_perf"
 ALLTOALL_CHECK = "nccl-tests alltoall_perf"
 
 
-def gpu_count() -> int:
-    """GPUs ``nvidia-smi -L`` lists; 0 without nvidia-smi or when it fails."""
+def gpu_count() -> tuple[int, str]:
+    """(GPUs ``nvidia-smi -L`` lists, why none where it lists none)."""
     if shutil.which("nvidia-smi") is None:
-        return 0
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-
-
-def run_text(argv: list[str], timeout_s: float) -> tuple[str, str | None]:
-    """(stdout and stderr, problem): the problem names a command that is missing, timed
-    out or failed."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-    except FileNotFoundError:
-        return "", f"{argv[0]}: not installed"
-    except subprocess.TimeoutExpired:
-        return "", f"{' '.join(argv)}: timed out after {timeout_s:g} s"
-    text = proc.stdout + proc.stderr
-    problem = f"{' '.join(argv)}: exit code {proc.returncode}" if proc.returncode else None
-    return text, problem
+        return 0, "nvidia-smi is not installed"
+    run = run_tool(["nvidia-smi", "-L"], QUERY_TIMEOUT_S)
+    count = sum(1 for line in run.text.splitlines() if line.startswith("GPU "))
+    if count:
+        return count, ""
+    return 0, run.problem or "nvidia-smi -L lists none"
 
 
 def gpu_table(health_text: str) -> list[dict[str, str]]:
@@ -139,30 +127,27 @@ def gpu_checks(folder: Path, gpus: int) -> dict[str, Any]:
     skipped: list[str] = []
     points: list[dict[str, Any]] = []
     for name, command in (("health", health_command()), ("nvlink", nvlink_command())):
-        outputs[name], _ = run_text(command, QUERY_TIMEOUT_S)
+        outputs[name] = run_section(name, command, QUERY_TIMEOUT_S)
     has_nccl_tests = shutil.which(NCCL_TESTS_BINARY) is not None
     if has_nccl_tests:
         command = nccl_single_node_command(gpus, settings.max_message_bytes)
-        outputs["nccl"], problem = run_text(command, ALLREDUCE_TIMEOUT_S)
-        problems += [problem] if problem else []
+        outputs["nccl"] = run_section("nccl", command, ALLREDUCE_TIMEOUT_S)
     else:
         skipped.append(f"{NCCL_TESTS_CHECK}: not installed; {TORCH_NCCL_CHECK} instead")
         points, problem = _nccl_points(settings)
         problems += [problem] if problem else []
-    dcgm_timed_out = False
+    not_judged = []
     if shutil.which("dcgmi") is None:
-        outputs["dcgm"] = "dcgmi not installed"
+        outputs["dcgm"] = f"{SECTION}dcgm\ndcgmi not installed\n"
         skipped.append(f"{DCGM_CHECK}: dcgmi not installed")
     else:
-        outputs["dcgm"], problem = run_text(dcgm_command(), DCGM_TIMEOUT_S)
-        dcgm_timed_out = problem is not None and "timed out" in problem
-        if dcgm_timed_out:
+        outputs["dcgm"] = run_section("dcgm", dcgm_command(), DCGM_TIMEOUT_S)
+        if endings(outputs["dcgm"]).get("dcgm", ("",))[0] == "timeout":
+            not_judged.append("dcgm")  # a slow diagnostic is not a fault (module docstring)
             skipped.append(f"{DCGM_CHECK}: not completed within the kit's {DCGM_TIMEOUT_S} s")
-        elif problem:
-            problems.append(problem)
-    text = "".join(f"{SECTION}{name}\n{body}\n" for name, body in outputs.items())
+    text = "".join(outputs.values())
     (folder / LOG_FILE).write_text(text)
-    result = gpu_result(settings.nodes[0], settings, text)
+    result = gpu_result(settings.nodes[0], settings, text, not_judged)
     if not has_nccl_tests:  # the preflight judged an empty nccl-tests section
         result["checks"] = [c for c in result["checks"] if c != NCCL_TESTS_CHECK]
         result["checks"].append(TORCH_NCCL_CHECK)
@@ -172,7 +157,7 @@ def gpu_checks(folder: Path, gpus: int) -> dict[str, Any]:
     # the kit measures the all-reduce only: preflight's alltoall_perf is not run here
     result["checks"] = [c for c in result["checks"] if c != ALLTOALL_CHECK]
     skipped.append(f"{ALLTOALL_CHECK}: not run by the kit (preflight runs it)")
-    if dcgm_timed_out:
+    if not_judged:
         result["checks"] = [c for c in result["checks"] if c != DCGM_CHECK]
     result["problems"] += problems
     result["gpus"] = gpu_table(sections(text).get("health", ""))
@@ -216,11 +201,11 @@ def node_checks(folder: Path, gpu: bool) -> dict[str, Any]:
     the CPU's; write ``node.json`` into ``folder`` and return it, with ``status`` ``ok``
     or ``problems``."""
     folder.mkdir(parents=True, exist_ok=True)
-    gpus = gpu_count() if gpu else 0
+    gpus, why_none = gpu_count() if gpu else (0, "")
     if gpus:
         result = gpu_checks(folder, gpus)
     elif gpu:
-        problem = "no NVIDIA GPU: nvidia-smi -L lists none (or is not installed)"
+        problem = f"no NVIDIA GPU: {why_none}"
         result = {"checks": [], "skipped": [], "points": [], "problems": [problem]}
     else:
         result = cpu_checks()

@@ -41,7 +41,7 @@ from llmbench.spec.value_checks import (
     check_values,
     dotted_key,
 )
-from llmbench.spec.yamlfile import read_yaml_file
+from llmbench.spec.yamlfile import check_size, read_yaml_file
 
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
 # a few times oversubscribed still trains (slowly); more is a typo, not a benchmark.
@@ -106,7 +106,7 @@ _Validator = jsonschema.validators.extend(
 @cache
 def config_schema() -> dict[str, Any]:
     text = resources.files("llmbench.spec").joinpath("schemas/config.schema.yaml").read_text()
-    return parse_package_yaml(text)
+    return parse_package_yaml(text, "config.schema.yaml")
 
 
 def _schema_error_line(err: jsonschema.ValidationError) -> str:
@@ -170,6 +170,7 @@ def validate_and_expand(
         raise ConfigError(f"{source}: the config is empty; allowed: a mapping with sweeps")
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: the config must be a mapping, got {type(raw).__name__}")
+    check_size(raw, source)  # before any walk: YAML aliases may expand without bound
     config = copy.deepcopy(dict(raw))
     check_credentials(config, source)
     validator = _Validator(config_schema())

@@ -10,6 +10,8 @@ runs them, so ``llmbench plan`` and the workflow refuse exactly the same values.
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -31,7 +33,17 @@ POLL_SHARE_OF_STALL = 0.5
 """A platform launcher copies the rank-0 log once per status poll, so the run's log grows
 at most once per ``poll_s``: the longest poll is half the watchdog's stall allowance,
 leaving the other half for the API calls and the ranks' own time between log lines."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls and DEL, and Unicode's bidirectional overrides and isolates (a value that
+reads differently on screen than it is: "Trojan Source", CVE-2021-42574)."""
+MAX_VALUE_CHARS = 4096
+"""Longest string value: a path (Linux's PATH_MAX), a URL, a name; a megabyte-long value
+would reach launch.sh's command line and fail there ("Argument list too long")."""
+SHM_PATH = "/dev/shm"
+"""Where both platforms mount the pods' shared memory (the manifest's memory-backed
+volume, Run:ai's largeShmRequest): no PVC may mount there."""
+RESERVED_VOLUMES = ("dshm",)
+"""Volume names the Kubernetes manifest uses itself (``launch.kubernetes._volumes``)."""
 _URL = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")
 """An http(s) URL of the characters RFC 3986 allows (unreserved, reserved and '%')."""
 STAGE_PATH_SEPARATORS = ",:{}"
@@ -70,8 +82,18 @@ def check_control_characters(config: Mapping[str, Any], source: str) -> None:
     for where, text in _strings(config):
         if _CONTROL.search(text):
             raise ConfigError(
-                f"{source}: {where}: {text!r} holds a control character (a line break, tab "
-                "or NUL); allowed: one line of printable text"
+                f"{source}: {where}: {text!r} holds a control character (a line break, tab, "
+                "NUL or bidirectional override); allowed: one line of printable text"
+            )
+
+
+def check_lengths(config: Mapping[str, Any], source: str) -> None:
+    """No string value longer than ``MAX_VALUE_CHARS``."""
+    for where, text in _strings(config):
+        if len(text) > MAX_VALUE_CHARS:
+            raise ConfigError(
+                f"{source}: {where}: {text!r} is {len(text):,} characters long; allowed: "
+                f"at most {MAX_VALUE_CHARS:,}"
             )
 
 
@@ -119,7 +141,9 @@ def check_credentials(raw: Any, source: str) -> None:
 
 
 def check_urls(config: Mapping[str, Any], source: str) -> None:
-    """The Run:ai API's URL goes to launch.sh and the submit job's HTTP client as is."""
+    """The Run:ai API's URL goes to launch.sh and the submit job's HTTP client as is: of
+    RFC 3986's characters, and one the client can take apart (a host, a port that is a
+    number, an IPv6 address in brackets)."""
     base_url = config["runai"].get("base_url") or ""
     if base_url and not _URL.fullmatch(base_url):
         raise ConfigError(
@@ -127,6 +151,31 @@ def check_urls(config: Mapping[str, Any], source: str) -> None:
             "https://<host>/api/v1 of the characters RFC 3986 allows (no spaces, quotes, "
             "backticks, '<' '>' '{' '}' '|' '\\' '^')"
         )
+    try:
+        parts = urlsplit(base_url)
+        valid = not base_url or (bool(parts.hostname) and (parts.port is None or parts.port > 0))
+    except ValueError as err:  # an unbalanced '[', a port that is not a number
+        valid, why = False, str(err)
+    else:
+        why = "no host" if base_url and not parts.hostname else "port 0"
+    if not valid:
+        raise ConfigError(
+            f"{source}: runai.base_url: {base_url!r} is not a URL ({why}); allowed: "
+            "https://<host>[:<port>]/api/v1, an IPv6 host in brackets"
+        )
+    if base_url and parts.scheme == "http" and not _loopback(parts.hostname or ""):
+        raise ConfigError(
+            f"{source}: runai.base_url: {base_url!r} is plain http to another machine (the "
+            "Application secret would cross the network unencrypted); allowed: "
+            "https://<host>/api/v1, or http:// to this machine (a test stand-in)"
+        )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def check_paths(config: Mapping[str, Any], source: str) -> None:
@@ -189,39 +238,91 @@ def check_kubernetes(site: Mapping[str, Any], source: str) -> None:
             source, f"kubernetes.node_selector.{key}", value, k8s.is_label_value, k8s.LABEL_VALUE
         )
     for index, toleration in enumerate(site.get("tolerations") or []):
-        where = f"kubernetes.tolerations[{index}]"
-        if toleration.get("key"):
-            _check(source, f"{where}.key", toleration["key"], k8s.is_label_key, k8s.LABEL_KEY)
-        value = toleration.get("value", "")
-        _check(source, f"{where}.value", value, k8s.is_label_value, k8s.LABEL_VALUE)
-        if value and toleration.get("operator") == "Exists":
-            raise ConfigError(
-                f"{source}: {where}.value: {value!r} with operator Exists; allowed: no value "
-                "(Exists matches any), or operator Equal"
-            )
+        check_toleration(toleration, f"kubernetes.tolerations[{index}]", source)
+
+
+def check_toleration(toleration: Mapping[str, Any], where: str, source: str) -> None:
+    """One toleration by the API server's rules (``ValidateTolerations`` in
+    k8s.io/kubernetes pkg/apis/core/validation/validation.go): a key is a label key; an
+    empty key needs operator Exists (it matches every taint); Equal (the default) takes
+    a label value, Exists no value; tolerationSeconds only with effect NoExecute. A
+    negative tolerationSeconds, which Kubernetes reads as 0, is refused as a typo."""
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key:
+        _check(source, f"{where}.key", key, k8s.is_label_key, k8s.LABEL_KEY)
+    value = toleration.get("value", "")
+    _check(source, f"{where}.value", value, k8s.is_label_value, k8s.LABEL_VALUE)
+    if value and operator == "Exists":
+        raise ConfigError(
+            f"{source}: {where}.value: {value!r} with operator Exists; allowed: no value "
+            "(Exists matches any), or operator Equal"
+        )
+    if not key and operator != "Exists":
+        raise ConfigError(
+            f"{source}: {where}: no key with operator {operator}; allowed: a key, or "
+            "operator Exists (which, without a key, tolerates every taint)"
+        )
+    seconds = toleration.get("tolerationSeconds")
+    if seconds is not None and toleration.get("effect") != "NoExecute":
+        effect = toleration.get("effect") or "(none)"
+        raise ConfigError(
+            f"{source}: {where}.tolerationSeconds: {seconds} with effect {effect}; allowed: "
+            "tolerationSeconds only with effect NoExecute (how long a pod stays after the "
+            "taint appears)"
+        )
+    if seconds is not None and seconds < 0:
+        raise ConfigError(
+            f"{source}: {where}.tolerationSeconds: {seconds}; allowed: 0 or more seconds "
+            "(Kubernetes reads a negative value as 0: evicted at once)"
+        )
 
 
 def check_platform_values(config: Mapping[str, Any], source: str) -> None:
     """The values both platform launchers share: volumes and the image."""
     check_kubernetes(config["kubernetes"], source)
     for block in PLATFORM_SITE_BLOCKS:
-        for index, entry in enumerate(config[block].get("pvcs") or []):
-            name, _, claim = entry.split(":")  # the schema's pattern: name:/path:claimName
-            where = f"{block}.pvcs[{index}]"
-            _check(source, f"{where}: volume name", name, k8s.is_dns1123_label, k8s.DNS1123_LABEL)
-            _check(
-                source,
-                f"{where}: claimName",
-                claim,
-                k8s.is_dns1123_subdomain,
-                k8s.DNS1123_SUBDOMAIN,
-            )
+        check_pvcs(config[block].get("pvcs") or [], block, source)
         image = config[block].get("image")
         if image:
             try:
                 parse_image(image)  # the grammar `images:` values are checked against
             except LaunchError as err:
                 raise ConfigError(f"{source}: {block}.image: {err}") from None
+
+
+def check_pvcs(entries: Sequence[str], block: str, source: str) -> None:
+    """``name:/mount/path:claimName`` entries: names and claims as Kubernetes takes them,
+    mount paths of portable characters, and no two volumes of one name or one mount path
+    (the API server refuses both: "must be unique"), none on the pods' ``/dev/shm``."""
+    names: dict[str, int] = {}
+    paths: dict[str, int] = {SHM_PATH: -1}
+    for index, entry in enumerate(entries):
+        name, path, claim = entry.split(":")  # the schema's pattern: name:/path:claimName
+        where = f"{block}.pvcs[{index}]"
+        _check(source, f"{where}: volume name", name, k8s.is_dns1123_label, k8s.DNS1123_LABEL)
+        _check(
+            source, f"{where}: claimName", claim, k8s.is_dns1123_subdomain, k8s.DNS1123_SUBDOMAIN
+        )
+        if not _PORTABLE_ABSOLUTE_PATH.fullmatch(path):
+            raise ConfigError(
+                f"{source}: {where}: mount path {path!r} is not allowed; allowed: an absolute "
+                "path of letters, digits, '.', '_', '-' and '/'"
+            )
+        if name in names or name in RESERVED_VOLUMES:
+            first = f"{block}.pvcs[{names[name]}]" if name in names else "the pods' /dev/shm"
+            raise ConfigError(
+                f"{source}: {where}: volume name {name!r} is already used by {first}; "
+                "allowed: a name of its own for each volume"
+            )
+        mounted = posixpath.normpath(path)
+        if mounted in paths:
+            first = f"{block}.pvcs[{paths[mounted]}]" if paths[mounted] >= 0 else "the pods' shm"
+            raise ConfigError(
+                f"{source}: {where}: mount path {path!r} is already mounted by {first}; "
+                "allowed: a path of its own for each volume (not /dev/shm)"
+            )
+        names[name], paths[mounted] = index, index
 
 
 def check_history(config: Mapping[str, Any], source: str) -> None:
@@ -267,4 +368,5 @@ def check_values(config: Mapping[str, Any], source: str) -> None:
     check_paths(config, source)
     check_urls(config, source)
     check_control_characters(config, source)
+    check_lengths(config, source)
     check_history(config, source)

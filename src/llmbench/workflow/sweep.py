@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import ConfigError, exit_with_error
-from llmbench.files.disk_space import free_bytes, low_space
+from llmbench.files.disk_space import free_bytes, low_space, not_writable
 from llmbench.history.sweep import config_sha256
 from llmbench.job.attempts import retry_token
 from llmbench.job.sweep_processes import mark_workflow_process
 from llmbench.launch.launchers import missing_before_start
-from llmbench.launch.slurm import SBATCH_ENVIRONMENT
+from llmbench.launch.slurm import SBATCH_ENVIRONMENT, partition_nodes
 from llmbench.spec.launchers import is_platform
 from llmbench.spec.preflight_settings import PreflightSettings, resolve_preflight
 from llmbench.spec.runspec import RunSpec
@@ -138,7 +138,7 @@ class Sweep:
         self.history: dict[str, Any] = config["history"]
         self.config_sha256 = config_sha256(config)
         self.preflight: PreflightSettings = resolve_preflight(
-            config.get("preflight"), specs, config["launcher"]
+            config.get("preflight"), specs, config["launcher"], list_nodes=partition_nodes
         )
         self.preflight_exclude = PREFLIGHT_EXCLUDE
         self.preflight_fabric = PREFLIGHT_FABRIC
@@ -149,15 +149,17 @@ class Sweep:
 
     def warnings(self) -> list[str]:
         """What the person starting the sweep should know before it runs."""
-        if not any(spec.variant == "ckpt-save" for spec in self.runs.values()):
-            return []
-        space = checkpoint_space_warning(self.runs.values(), free_bytes(self.stage))
-        return [space] if space else []
+        lines = [self.preflight.note] if self.preflight.note else []
+        if any(spec.variant == "ckpt-save" for spec in self.runs.values()):
+            space = checkpoint_space_warning(self.runs.values(), free_bytes(self.stage))
+            lines += [space] if space else []
+        return lines
 
     def check_before_start(self) -> None:
-        """A sweep about to run (not a dry run) stops with one line when its environment
-        lacks what a launcher needs (a Run:ai secret), before the first job starts."""
-        missing = missing_before_start(self.runs.values())
+        """A sweep about to run jobs (not a dry run, not "nothing to be done") stops with
+        one line when its environment lacks what a launcher needs (a Run:ai secret) or
+        results/ cannot be written, before the first job starts."""
+        missing = missing_before_start(self.runs.values()) or not_writable(["results"])
         if missing:
             exit_with_error(missing)
 

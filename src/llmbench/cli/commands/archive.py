@@ -8,7 +8,10 @@ and token-looking values never go in (docs/history.md, "Archives").
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+from llmbench.aggregate.result_file import RESULT_FILE, result_file_problem
 from llmbench.history.archive import create_archive, verify_archive
 
 
@@ -36,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     created = create_archive(
         args.path, args.output, args.with_profiles, args.with_traces, args.report
     )
+    damaged = result_file_problem(Path(args.path) / RESULT_FILE)
+    if damaged:  # archived as it is: an archive keeps what the folder holds
+        print(f"llmbench archive: warning: {damaged} (archived as it is)", file=sys.stderr)
     counts = [f"{len(paths)} {kind}" for kind, paths in created.left_out.items() if paths]
     left = ", ".join(counts) or "nothing"
     print(f"{created.path}: {created.members} members; left out: {left}")

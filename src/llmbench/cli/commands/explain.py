@@ -12,9 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from llmbench.aggregate.explain import as_json, as_text, explain_runs
+from llmbench.aggregate.explain_inputs import explain_results
+from llmbench.aggregate.explanation import as_json, as_text
 from llmbench.errors import ConfigError
 
 FORMATS = ("text", "json")
@@ -35,28 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = Path(args.results)
-    table = results / "tables" / "runs.parquet"
-    if not table.is_file():
-        raise ConfigError(
-            f"--results: {str(table)!r} does not exist; allowed: a results folder the "
-            "workflow's aggregate step wrote"
-        )
     if not args.runs and not args.all:
         raise ConfigError("RUN: none given; allowed: one or more run ids, or --all")
-    runs = pd.read_parquet(table)
-    unknown = [r for r in args.runs if r not in set(runs["run_id"])]
-    if unknown:
-        known = sorted(runs["run_id"].astype(str))
-        shown = ", ".join(known[:5]) + (f" ... ({len(known)} runs)" if len(known) > 5 else "")
-        raise ConfigError(f"RUN: {unknown[0]!r} is not in {table}; allowed: {shown}")
-    chosen = runs if args.all and not args.runs else runs[runs["run_id"].isin(args.runs)]
-    steps_file = results / "tables" / "steps.parquet"
-    ids = list(chosen["run_id"].astype(str))
-    steps = None
-    if steps_file.is_file() and ids:  # only the chosen runs' rows of a large table
-        steps = pd.read_parquet(steps_file, filters=[("run_id", "in", ids)])
-    explanations = explain_runs(results, chosen, steps, only_unexplained=bool(args.all))
+    explanations = explain_results(Path(args.results), list(args.runs), bool(args.all))
     if args.format == "json":
         sys.stdout.write(as_json(explanations))
     else:

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from llmbench.errors import ConfigError
 from llmbench.spec.catalog.formulas import evaluate, is_formula, parse_range, power_of_two_scales
 from llmbench.spec.catalog.query import Catalog, not_allowed
@@ -34,6 +32,7 @@ from llmbench.spec.catalog.records import (
 )
 from llmbench.spec.catalog.rules import validate_row
 from llmbench.spec.flops import ModelExtras, ModelShape
+from llmbench.spec.yamlfile import load_yaml_text
 
 ROW_DEFAULTS: dict[str, Any] = {
     "ep": None,
@@ -47,20 +46,16 @@ ROW_DEFAULTS: dict[str, Any] = {
 """Values of columns a document's table leaves out."""
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML has it: the same data, a few times faster (the
-package's own files are read at every workflow start)."""
-
-
-def parse_package_yaml(text: str) -> Any:
-    """YAML text shipped with the package (catalog, parity, schema), parsed safely."""
-    return yaml.load(text, Loader=_SAFE_LOADER)
+def parse_package_yaml(text: str, source: str = "package YAML") -> Any:
+    """YAML text shipped with the package (catalog, parity, schema), parsed by the one
+    loader (``llmbench.spec.yamlfile``) with libyaml's parser."""
+    return load_yaml_text(text, source, fast=True)
 
 
 def read_yaml(name: str) -> Any:
     """One of the catalog's YAML files, parsed."""
     text = resources.files("llmbench.spec.catalog").joinpath(name).read_text(encoding="utf-8")
-    return parse_package_yaml(text)
+    return parse_package_yaml(text, name)
 
 
 def _na(value: Any) -> Any:

@@ -84,7 +84,7 @@ def _check_conditions(where: str, item: Mapping[str, Any]) -> None:
 
 @functools.cache
 def _families() -> dict[str, Any]:
-    raw = parse_package_yaml((Path(__file__).with_name("parity.yaml")).read_text())
+    raw = parse_package_yaml((Path(__file__).with_name("parity.yaml")).read_text(), "parity.yaml")
     families = raw["families"]
     for workload, documents in families.items():
         for document, entry in documents.items():
@@ -112,7 +112,7 @@ def families() -> dict[str, Any]:
 @functools.cache
 def image_stacks() -> dict[str, Any]:
     """Image reference -> {versions, source, basis} (``images.yaml``)."""
-    raw = parse_package_yaml((Path(__file__).with_name("images.yaml")).read_text())
+    raw = parse_package_yaml((Path(__file__).with_name("images.yaml")).read_text(), "images.yaml")
     for ref, entry in raw["images"].items():
         _check_sources(f"images.yaml: {ref}", entry.get("source"))
     return raw["images"]
