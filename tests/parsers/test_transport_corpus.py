@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from llmbench.parsers.transport import EXTRACTORS, FIELDS, UNKNOWN, read_transport
+from tests.parsers.transport_corpus_table import PAGE, page
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "nccl-debug"
 CASES: list[dict[str, Any]] = yaml.safe_load((CORPUS / "expected.yaml").read_text())["cases"]
@@ -104,3 +105,10 @@ def test_dropping_any_extractor_changes_a_corpus_answer(name: str) -> None:
     assert len(kept) == len(EXTRACTORS) - 1
     changed = [c["file"] for c in CASES if answers(c, kept) != full_answers(c["file"])]
     assert changed, f"no corpus file needs the extractor {name!r}"
+
+
+def test_the_corpus_page_is_the_generated_table() -> None:
+    """docs/transport-corpus.md shows every file with its source, the expected answer and
+    llmbench's (``python -m tests.parsers.transport_corpus_table`` writes it)."""
+    assert PAGE.read_text() == page()
+    assert f"Agreement: {len(CASES)} of {len(CASES)} files on every field" in PAGE.read_text()

@@ -25,14 +25,15 @@ its source) come first, largest first; the others follow in the order above.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from llmbench.aggregate.explain_items import Item, RunFacts, row_value
+from llmbench.aggregate.explain_transport import transport
 from llmbench.job.run_record import read_record, read_run_transport
 from llmbench.launch.slurm import expand_nodelist
 from llmbench.spec.catalog import published_results
@@ -40,17 +41,6 @@ from llmbench.telemetry.energy import THROTTLE_FRACTION
 
 EXPLAINED_VERDICTS = ("slower", "no_reference", "not_comparable", None)
 """Verdicts whose runs get an explanation in the report (None: no verdict at all)."""
-SOCKET_FALLBACK_EFFECT = (20.0, 25.0)
-SOCKET_FALLBACK_SOURCE = (
-    "NVIDIA/exemplar-performance PR #39 (https://github.com/NVIDIA/exemplar-performance/pull/39): "
-    "~23 % slower training when the EFA network plugin did not load and NCCL fell back to "
-    "sockets (NeMo 25.11.01, NCCL 2.29, P5en); its troubleshooting guide: 'Throughput is "
-    "~20-25% lower than expected'. A stated figure, no measurement table published"
-)
-GDR_SOURCE = (
-    "no training figure published; nccl-tests all-reduce bus bandwidth about half without "
-    "GPUDirect RDMA (https://github.com/NVIDIA/nccl/issues/214)"
-)
 CLOCK_SOURCE = (
     "upper bound: a step's GPU time scales at most with its SM clock, and every rank waits "
     "for the slowest GPU (a memory- or network-bound step loses less)"
@@ -58,53 +48,6 @@ CLOCK_SOURCE = (
 SPREAD_LIMIT = 0.05
 """Step-time std / mean in the window above which the spread is listed."""
 ORDER = ("transport", "node_health", "telemetry", "step_spread", "launch", "reference_row")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One piece of evidence: what, how much it could explain (percent of the step time,
-    low-high, None where no number exists) and where it is (paths under results/)."""
-
-    kind: str
-    title: str
-    detail: str
-    effect_pct: tuple[float, float] | None = None
-    effect_source: str = ""
-    evidence: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["effect_pct"] = (
-            None
-            if self.effect_pct is None
-            else {"low": self.effect_pct[0], "high": self.effect_pct[1]}
-        )
-        out["evidence"] = list(self.evidence)
-        return out
-
-
-@dataclass
-class RunFacts:
-    """What the evidence functions read about one run."""
-
-    row: Mapping[str, Any]  # its runs-table row
-    results: Path  # the results/ folder
-    record: Mapping[str, Any] = field(default_factory=dict)
-    transport: Mapping[str, Any] = field(default_factory=dict)
-    nodes: pd.DataFrame | None = None  # the preflight nodes table, where preflight ran
-    steps: pd.DataFrame | None = None  # the run's rows of the steps table
-
-    @property
-    def run_id(self) -> str:
-        return str(self.row["run_id"])
-
-    @property
-    def run_dir(self) -> Path:
-        return self.results / "runs" / self.run_id
-
-    def path(self, name: str) -> str:
-        """A file of the run, relative to results/."""
-        return f"runs/{self.run_id}/{name}"
 
 
 @dataclass
@@ -134,83 +77,11 @@ class Explanation:
         }
 
 
-def _value(row: Mapping[str, Any], name: str) -> Any:
-    value = row.get(name)
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
-
-
 # --- one function per kind of evidence ----------------------------------------------------
 
 
-def transport(facts: RunFacts) -> tuple[list[Item], str]:
-    data = facts.transport
-    files = list(data.get("files") or [])
-    checked = (
-        f"transport: NCCL's debug output, {len(files)} file(s) ({facts.path('transport.json')})"
-    )
-    if not files:
-        return [], checked + ": none (a CPU run, or NCCL wrote no debug file)"
-    lines = [
-        f"runs/{facts.run_id}/{e['file']}:{e['line']}"
-        for e in data.get("evidence", [])
-        if e["fact"]
-        in (
-            "network Socket",
-            "net plugin failed",
-            "channel via NET/Socket",
-            "communicator spans nodes",
-        )
-    ]
-    items = []
-    plugin = str(data.get("nccl_plugin") or "")
-    if data.get("socket_inter_node"):
-        fallback = bool(_value(facts.row, "socket_fallback"))
-        where = (
-            "on a cluster with IB/EFA" if fallback else "(the site declares no IB or EFA fabric)"
-        )
-        detail = (
-            f"NCCL used TCP sockets between nodes {where}; network plugin: {plugin or 'none named'}"
-        )
-        items.append(
-            Item(
-                "transport",
-                "inter-node traffic over TCP sockets",
-                detail,
-                SOCKET_FALLBACK_EFFECT if fallback else None,
-                SOCKET_FALLBACK_SOURCE if fallback else "",
-                tuple(lines[:4] or files[:2]),
-            )
-        )
-    elif plugin.startswith("failed"):
-        items.append(
-            Item(
-                "transport", "network plugin failed", plugin, evidence=tuple(lines[:2] or files[:1])
-            )
-        )
-    inter_node = data.get("inter_node_networks") or int(facts.row.get("nodes") or 1) > 1
-    if data.get("gdr") == "off" and inter_node and not data.get("socket_inter_node"):
-        gdr_lines = [
-            f"runs/{facts.run_id}/{e['file']}:{e['line']}"
-            for e in data.get("evidence", [])
-            if e["fact"] in ("GPU Direct RDMA Disabled", "GDR 0")
-        ]
-        items.append(
-            Item(
-                "transport",
-                "no GPUDirect RDMA between nodes",
-                f"network {data.get('net_transport')}: data crosses host memory",
-                None,
-                GDR_SOURCE,
-                tuple(gdr_lines[:2] or files[:1]),
-            )
-        )
-    return items, checked
-
-
 def node_health(facts: RunFacts) -> tuple[list[Item], str]:
-    nodes = expand_nodelist(_value(facts.row, "nodelist")) or [str(facts.row.get("host") or "")]
+    nodes = expand_nodelist(row_value(facts.row, "nodelist")) or [str(facts.row.get("host") or "")]
     table = facts.nodes
     if table is None or table.empty:
         return [], "node health: no preflight nodes table (preflight off)"
@@ -245,12 +116,12 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
 def telemetry(facts: RunFacts) -> tuple[list[Item], str]:
     energy_file = facts.path("energy.json")
     checked = f"telemetry: SM clocks in the step window ({energy_file})"
-    if _value(facts.row, "clock_throttled") is not True:
-        reason = _value(facts.row, "energy_reason")
+    if row_value(facts.row, "clock_throttled") is not True:
+        reason = row_value(facts.row, "energy_reason")
         return [], checked + (
-            f": {reason}" if reason and _value(facts.row, "clock_throttled") is None else ""
+            f": {reason}" if reason and row_value(facts.row, "clock_throttled") is None else ""
         )
-    low = _value(facts.row, "sm_clock_min_mhz")
+    low = row_value(facts.row, "sm_clock_min_mhz")
     gpus = _throttled_gpus(facts.run_dir / "telemetry.parquet")
     high = max((g[2] for g in gpus), default=None)
     shown = "; ".join(f"{node} {device}: {lo:.0f} of {hi:.0f} MHz" for node, device, hi, lo in gpus)
@@ -309,7 +180,7 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                         (facts.path("steps.parquet"),),
                     )
                 )
-    overlap = _value(facts.row, "overlap")
+    overlap = row_value(facts.row, "overlap")
     if overlap:
         items.append(
             Item(
@@ -433,11 +304,11 @@ def explain(facts: RunFacts) -> Explanation:
         items += found
         checked.append(what)
     row = facts.row
-    deviation = _value(row, "deviation_pct")
+    deviation = row_value(row, "deviation_pct")
     return Explanation(
         run_id=facts.run_id,
-        verdict=_value(row, "verdict"),
-        verdict_reason=_value(row, "verdict_reason"),
+        verdict=row_value(row, "verdict"),
+        verdict_reason=row_value(row, "verdict_reason"),
         deviation_pct=None if deviation is None else float(deviation),
         items=rank(items),
         checked=checked,
@@ -475,7 +346,7 @@ def explain_runs(
     rows = [
         row
         for row in runs.to_dict("records")
-        if not only_unexplained or _value(row, "verdict") in EXPLAINED_VERDICTS
+        if not only_unexplained or row_value(row, "verdict") in EXPLAINED_VERDICTS
     ]
     by_run: dict[Any, pd.DataFrame] = {}
     if steps is not None and not steps.empty and rows:

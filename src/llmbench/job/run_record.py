@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import ParseError
+from llmbench.files.regular_file import read_regular
 from llmbench.parsers import ParsedLog, parse_log
 from llmbench.parsers.summary import no_data_summary
 from llmbench.parsers.transport import TransportReport, debug_files, read_transport
@@ -16,6 +17,8 @@ from llmbench.parsers.vocabulary import Reason
 TRANSPORT_FILE = "transport.json"
 """Beside run.json: what NCCL's debug output of the reported attempt says
 (``llmbench.parsers.transport``), written by the train job."""
+MAX_TRANSPORT_BYTES = 16 << 20
+"""A transport.json is a few kilobytes; anything far larger is not one."""
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
@@ -54,22 +57,25 @@ def parse_attempt_log(run_dir: Path, record: Mapping[str, Any]) -> ParsedLog:
 
 
 def attempt_transport(run_dir: Path, record: Mapping[str, Any]) -> TransportReport:
-    """The transport report of the reported attempt's NCCL debug files; a run that spans
-    nodes carried its network traffic between them."""
+    """The transport report of the reported attempt's NCCL debug files, with the run's
+    node count (the site's fabric is the aggregate's to apply)."""
     attempt_dir = run_dir / record.get("attempt_dir", "")
     files = debug_files(attempt_dir) if record.get("attempt_dir") else []
-    inter_node = int(record.get("spec", {}).get("nodes", 1)) > 1
-    return read_transport(files, inter_node=inter_node, base=run_dir)
+    try:
+        nodes: int | None = int(record.get("spec", {}).get("nodes", 1))
+    except (TypeError, ValueError):
+        nodes = None
+    return read_transport(files, nodes=nodes, base=run_dir)
 
 
 def read_run_transport(run_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's ``transport.json`` when it describes the reported attempt, else the
-    attempt's files read now (runs recorded before the train job wrote the file)."""
+    """The run's ``transport.json`` (either layout, docs/transport.md) when it describes
+    the reported attempt, else the attempt's files read now (runs recorded before the
+    train job wrote the file, or whose file is gone or damaged)."""
     try:
-        with open(run_dir / TRANSPORT_FILE) as fh:
-            data = json.load(fh)
-        if data.get("attempt") == record.get("attempt"):
+        data = json.loads(read_regular(run_dir / TRANSPORT_FILE, MAX_TRANSPORT_BYTES))
+        if isinstance(data, dict) and data.get("attempt") == record.get("attempt"):
             return data
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         pass
     return {"attempt": record.get("attempt"), **attempt_transport(run_dir, record).as_dict()}
