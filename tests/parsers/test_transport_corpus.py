@@ -112,3 +112,10 @@ def test_the_corpus_page_is_the_generated_table() -> None:
     llmbench's (``python -m tests.parsers.transport_corpus_table`` writes it)."""
     assert PAGE.read_text() == page()
     assert f"Agreement: {len(CASES)} of {len(CASES)} files on every field" in PAGE.read_text()
+
+
+def test_docs_name_every_extractor() -> None:
+    """docs/transport.md's extractor table lists every rule of the reader."""
+    text = (Path(__file__).parents[2] / "docs" / "transport.md").read_text()
+    missing = [e.name for e in EXTRACTORS if f"| `{e.name}` |" not in text]
+    assert not missing, missing
