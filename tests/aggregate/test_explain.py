@@ -230,12 +230,51 @@ def test_node_health_steps_and_published_row(tmp_path: Path) -> None:
 
 def test_gpudirect_rdma_off_between_nodes(tmp_path: Path) -> None:
     sample = REPO / "tests/fixtures/nccl-debug/nvidia-nccl-1537_roce-gdr-disabled_2.19-2.21.log"
-    report = read_transport([sample], inter_node=True, base=sample.parent).as_dict()
+    report = read_transport([sample], nodes=2, base=sample.parent).as_dict()
     items, _ = transport(RunFacts({"run_id": "r", "nodes": 2}, tmp_path, {}, report))
     (gdr,) = items
     assert gdr.title == "no GPUDirect RDMA between nodes" and gdr.effect_pct is None
     assert "nccl/issues/214" in gdr.effect_source
     assert gdr.evidence and all(e.startswith("runs/r/nvidia-nccl-1537") for e in gdr.evidence)
+
+
+def test_a_transport_json_of_the_first_layout_is_still_explained(tmp_path: Path) -> None:
+    """Runs recorded before schema 2: flat values, facts named by the line they came from."""
+    first = {
+        "attempt": 1,
+        "files": ["attempt-1/nccl-debug.a.1.log"],
+        "net_transport": "socket", "gdr": "", "nvls": "", "collnet": "",
+        "nccl_plugin": "failed: Libfabric (v10) - NET/OFI aws-ofi-nccl initialization failed",
+        "nccl_version": "2.27.3", "communicators": 1, "inter_node_networks": ["socket"],
+        "socket_inter_node": True, "socket_any": True, "max_nodes": 2,
+        "evidence": [
+            {"fact": "network Socket", "file": "attempt-1/nccl-debug.a.1.log", "line": 7,
+             "text": "a:1:2 [0] NCCL INFO Using network Socket"},
+            {"fact": "NCCL version", "file": "attempt-1/nccl-debug.a.1.log", "line": 1,
+             "text": "a:1:2 [0] NCCL INFO NCCL version 2.27.3"},
+        ],
+    }  # fmt: skip
+    facts = RunFacts({"run_id": "r", "nodes": 2, "socket_fallback": True}, tmp_path, {}, first)
+    (item,), _ = transport(facts)
+    assert item.title == "inter-node traffic over TCP sockets"
+    assert item.evidence == ("runs/r/attempt-1/nccl-debug.a.1.log:7",)
+
+
+def test_a_plugin_loaded_but_unused_is_named(tmp_path: Path) -> None:
+    """The HPC-X plugin loaded on a node without its device, traffic inside one node."""
+    sample = REPO / (
+        "tests/fixtures/nccl-debug/gcp-a3-high-gvnic-hpcx-plugin-unused-sockets-2nodes_2.22.3.log"
+    )
+    lines = sample.read_text().splitlines(keepends=True)
+    one_node = tmp_path / "one-node.log"
+    one_node.write_text("".join(line for line in lines if "nNodes" not in line
+                                and "via NET/" not in line))  # fmt: skip
+    report = read_transport([one_node], nodes=1, base=tmp_path).as_dict()
+    assert report["nccl_plugin"] == "loaded but unused: IBext_v8"
+    items, _ = transport(RunFacts({"run_id": "r", "nodes": 1}, tmp_path, {}, report))
+    (item,) = items
+    assert item.title == "network plugin unused" and item.detail == report["nccl_plugin"]
+    assert item.evidence and item.evidence[0].startswith("runs/r/one-node.log:")
 
 
 def test_an_image_other_than_the_references_is_named(

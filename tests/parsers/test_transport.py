@@ -1,99 +1,56 @@
-"""The transport parser against real NCCL output from public sources
-(tests/fixtures/nccl-debug/, sources in its README): per file, what a person reads off the
-lines (network, GPUDirect RDMA, NVLS, CollNet, the plugin, inter-node sockets)."""
+"""The transport parser on details of real NCCL output from public sources
+(tests/fixtures/nccl-debug/, sources in its README): the quoted lines, how files and
+processes join, glued records, the transport.json layout. Every field of every file is
+checked in test_transport_corpus.py; hostile files in test_transport_bad_input.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from llmbench.parsers.transport import network_kind, read_transport
+from llmbench.parsers.transport import SCHEMA_VERSION, network_kind, read_transport
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "nccl-debug"
 
-# file -> (nccl_version, net_transport, gdr, nvls, collnet, plugin start, socket_inter_node)
-EXPECTED = {
-    "nvidia-nccl-tests-350_ib-roce-gdr-on_2.16.5.log":
-        ("2.16.5", "ib", "on", "", "", "internal", False),
-    "nvidia-nccl-1537_roce-gdr-disabled_2.19-2.21.log":
-        ("", "ib", "off", "", "", "internal", False),
-    "nvidia-nccl-899_ib-gdr-off-no-module_le2.11.log":
-        ("", "ib", "off", "", "", "internal", False),
-    "nvidia-nccl-1597_ofi-efa-p5en_2.23.4.log":
-        ("2.23.4", "ofi", "on", "", "", "aws-ofi-nccl", False),
-    "aws-ofi-nccl-990_ofi-plugin-loaded_2.27.3.log":
-        ("2.27.3", "", "", "", "", "Libfabric (v10)", False),
-    "nvidia-nccl-1021_ofi-init-failed-socket-fallback_p4de_2.13-2.18.log":
-        ("", "socket", "", "", "", "failed: aws-ofi-nccl 1.6.0", False),
-    "aws-ofi-nccl-715_ofi-init-failed-socket-fallback_sagemaker_2.19-2.21.log":
-        ("", "socket", "", "", "", "failed: aws-ofi-nccl 1.11.0-aws", False),
-    "nvidia-nccl-tests-166_no-ibverbs-socket-2nodes_2.18.3.log":
-        ("2.18.3", "socket", "", "", "", "internal", False),
-    "eks-g6e-efa-failed-socket-fallback-4nodes_2.27.3.log":
-        ("2.27.3", "socket", "off", "off", "", "failed: Libfabric (v10)", True),
-    "nvidia-nccl-1584_nvls-on-sharp-plugin_2.24.3.log":
-        ("2.24.3", "ib", "", "available", "plugin loaded", "NCCL RDMA Plugin v8", False),
-    "modelscope-ms-swift-6107_nvls-off-2nodes_2.27plus.log": ("", "", "", "off", "", "", False),
-    "nvidia-nccl-1219_collnet-sharp.log": ("", "", "", "", "on", "", False),
-    "nvidia-nccl-docs-logging_2.30_net-plugin-lines.txt":
-        ("2.30.3", "ib", "", "", "", "failed: Failed to initialize any NET plugin", False),
-    "nvidia-nccl-1769_gb200-mnnvl-fabric-degraded.log": ("", "", "", "", "", "", False),
-}  # fmt: skip
 
-
-def test_every_sample_has_an_expectation_and_a_source() -> None:
-    files = sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md")
-    assert files == sorted(EXPECTED)
-    readme = (SAMPLES / "README.md").read_text()
-    for name in files:
-        first = (SAMPLES / name).read_text().splitlines()[0]
-        assert first.startswith("# source: http"), name
-        assert f"`{name}`" in readme
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_sample_reads_as_a_person_reads_it(name: str) -> None:
-    version, net, gdr, nvls, collnet, plugin, socket_between = EXPECTED[name]
-    report = read_transport([SAMPLES / name])
-    assert report.nccl_version == version
-    assert report.net_transport == net
-    assert report.gdr == gdr
-    assert report.nvls == nvls
-    assert report.collnet == collnet
-    assert report.nccl_plugin.startswith(plugin) and bool(report.nccl_plugin) == bool(plugin)
-    assert report.socket_inter_node is socket_between
-
-
-def test_the_4_node_fallback_names_its_lines() -> None:
+def test_the_4_node_fallback_quotes_its_lines() -> None:
     name = "eks-g6e-efa-failed-socket-fallback-4nodes_2.27.3.log"
-    report = read_transport([SAMPLES / name], base=SAMPLES)
+    report = read_transport([SAMPLES / name], fabric="efa", base=SAMPLES)
     assert report.max_nodes == 4 and report.communicators == 2  # the comm and its split
-    assert report.inter_node_networks == ["socket"]
-    facts = {e["fact"]: e for e in report.evidence}
-    assert facts["network Socket"]["file"] == name
-    line = (SAMPLES / name).read_text().splitlines()[facts["network Socket"]["line"] - 1]
-    assert line.endswith("NCCL INFO Using network Socket")
-    assert "NET/OFI aws-ofi-nccl initialization failed" in facts["net plugin failed"]["text"]
+    assert report.socket_inter_node
+    lines = (SAMPLES / name).read_text().splitlines()
+    fallback = report.fields["socket_fallback"]
+    assert fallback.value == "yes" and "efa" in fallback.why
+    quoted = {lines[q.line - 1] for q in fallback.evidence}
+    assert any(line.endswith("via NET/Socket/0") for line in quoted)
+    assert any("nNodes 4" in line for line in quoted)
+    (failed,) = report.fields["nccl_plugin"].evidence
+    assert "NET/OFI aws-ofi-nccl initialization failed" in failed.text
 
 
-def test_sockets_between_nodes_where_nccl_prints_no_node_count() -> None:
-    """NCCL before 2.20 prints no nNodes: a run that spans nodes says so."""
+def test_sockets_between_nodes_when_the_caller_gives_the_node_count() -> None:
+    """NCCL before 2.20 prints no nNodes: the run's node count says it spans nodes."""
     for name in (
-        "nvidia-nccl-tests-166_no-ibverbs-socket-2nodes_2.18.3.log",
         "nvidia-nccl-1021_ofi-init-failed-socket-fallback_p4de_2.13-2.18.log",
         "aws-ofi-nccl-715_ofi-init-failed-socket-fallback_sagemaker_2.19-2.21.log",
     ):
-        assert read_transport([SAMPLES / name], inter_node=True).socket_inter_node, name
+        assert not read_transport([SAMPLES / name]).socket_inter_node, name
+        report = read_transport([SAMPLES / name], nodes=2, fabric="efa")
+        assert report.socket_inter_node and report.fields["socket_fallback"].value == "yes"
+        assert read_transport([SAMPLES / name], nodes=1).fields["socket_fallback"].value == "no"
     ib = "nvidia-nccl-tests-350_ib-roce-gdr-on_2.16.5.log"
-    assert not read_transport([SAMPLES / ib], inter_node=True).socket_inter_node
+    assert not read_transport([SAMPLES / ib], nodes=2, fabric="ib").socket_inter_node
 
 
 def test_one_file_per_process_and_glued_records(tmp_path: Path) -> None:
     """Two records on one physical line (aws-ofi-nccl#990) are two records; a file per
-    process joins into one report, one rank's socket is enough to show it (#715)."""
+    process joins into one report, where one process's sockets between nodes show."""
     glued = read_transport([SAMPLES / "aws-ofi-nccl-990_ofi-plugin-loaded_2.27.3.log"])
-    assert glued.nccl_plugin == "Libfabric (v10)" and glued.nccl_version == "2.27.3"
+    assert glued.fields["nccl_plugin"].value == "loaded: Libfabric"
+    (version,) = glued.fields["nccl_version"].evidence
+    assert version.text.startswith("h100-st-p548xlarge-316:1747401:1747401 [1] NCCL INFO NCCL")
     lines = (SAMPLES / "nvidia-nccl-1537_roce-gdr-disabled_2.19-2.21.log").read_text()
     (tmp_path / "nccl-debug.a.1.log").write_text(lines)
     (tmp_path / "nccl-debug.b.2.log").write_text(
@@ -101,15 +58,41 @@ def test_one_file_per_process_and_glued_records(tmp_path: Path) -> None:
         "b:2:3 [0] NCCL INFO comm 0x1 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
     )
     both = read_transport(sorted(tmp_path.iterdir()), base=tmp_path)
-    assert both.net_transport == "socket"  # only the socket comm shows that it spans nodes
+    assert both.fields["net_transport"].value == "mixed: ib, socket"
     assert both.socket_inter_node and both.files == ["nccl-debug.a.1.log", "nccl-debug.b.2.log"]
-    assert read_transport([]).net_transport == "" and read_transport([]).files == []
+
+
+def test_a_bootstrap_line_is_never_the_data_network(tmp_path: Path) -> None:
+    """NCCL 2.4.7 starts its socket transport in every process for the bootstrap; 2.5+
+    prints the bootstrap apart, and then a socket transport that started is the network."""
+    old = "h:1:2 [0] NCCL INFO NET/Socket : Using [0]ib0:10.0.0.1<0>\nNCCL version 2.4.7+cuda10\n"
+    (tmp_path / "old.log").write_text(old)
+    assert read_transport([tmp_path / "old.log"]).fields["net_transport"].value == "unknown"
+    new = "h:1:2 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n" + old.replace("4.7", "5.6")
+    (tmp_path / "new.log").write_text(new)
+    assert read_transport([tmp_path / "new.log"]).fields["net_transport"].value == "socket"
+    (tmp_path / "boot.log").write_text("h:1:2 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n")
+    assert read_transport([tmp_path / "boot.log"]).fields["net_transport"].value == "unknown"
+
+
+def test_transport_json_keeps_the_first_layouts_values_beside_the_fields() -> None:
+    name = "nvidia-nccl-tests-350_ib-roce-gdr-on_2.16.5.log"
+    data = json.loads(json.dumps(read_transport([SAMPLES / name], base=SAMPLES).as_dict()))
+    assert data["schema_version"] == SCHEMA_VERSION == 2
+    assert (data["net_transport"], data["gdr"], data["nccl_plugin"]) == ("ib", "on", "internal IB")
+    assert data["fields"]["gdr"]["value"] == "on" and data["fields"]["gdr"]["why"]
+    assert data["inter_node_networks"] == ["ib"] and data["socket_inter_node"] is False
+    assert {e["fact"] for e in data["evidence"]} >= {"net_transport", "gdr", "nccl_version"}
+    nothing = read_transport([]).as_dict()  # a CPU run: no NCCL output at all
+    assert nothing["net_transport"] == "" and nothing["files"] == []
+    assert nothing["fields"]["net_transport"]["value"] == "unknown"
 
 
 @pytest.mark.parametrize(
     ("name", "kind"),
     [("IB", "ib"), ("IBext_v8", "ib"), ("AWS Libfabric", "ofi"), ("Libfabric", "ofi"),
-     ("Socket", "socket"), ("Custom", "custom")],
+     ("Socket", "socket"), ("gIB", "gib"), ("GPUDirectTCPX_v7", "tcpx"), ("FasTrak", "tcpxo"),
+     ("Custom", "custom")],
 )  # fmt: skip
 def test_network_names(name: str, kind: str) -> None:
     assert network_kind(name) == kind

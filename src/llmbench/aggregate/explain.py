@@ -32,22 +32,12 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.aggregate.explain_transport import transport
 from llmbench.aggregate.explanation import Explanation, Item, RunFacts, rank, row_value
 from llmbench.launch.slurm import expand_nodelist
 from llmbench.spec.catalog import published_results
 from llmbench.telemetry.energy import THROTTLE_FRACTION
 
-SOCKET_FALLBACK_EFFECT = (20.0, 25.0)
-SOCKET_FALLBACK_SOURCE = (
-    "NVIDIA/exemplar-performance PR #39 (https://github.com/NVIDIA/exemplar-performance/pull/39): "
-    "~23 % slower training when the EFA network plugin did not load and NCCL fell back to "
-    "sockets (NeMo 25.11.01, NCCL 2.29, P5en); its troubleshooting guide: 'Throughput is "
-    "~20-25% lower than expected'. A stated figure, no measurement table published"
-)
-GDR_SOURCE = (
-    "no training figure published; nccl-tests all-reduce bus bandwidth about half without "
-    "GPUDirect RDMA (https://github.com/NVIDIA/nccl/issues/214)"
-)
 CLOCK_SOURCE = (
     "upper bound: a step's GPU time scales at most with its SM clock, and every rank waits "
     "for the slowest GPU (a memory- or network-bound step loses less)"
@@ -57,74 +47,6 @@ SPREAD_LIMIT = 0.05
 
 
 # --- one function per kind of evidence ----------------------------------------------------
-
-
-def transport(facts: RunFacts) -> tuple[list[Item], str]:
-    if "record" in facts.unread:
-        return [], f"transport: not checked: {facts.unread['record']}"
-    data = facts.transport
-    files = list(data.get("files") or [])
-    source = facts.path("transport.json")
-    if "transport" in facts.unread:
-        source = f"{facts.unread['transport']}; the attempt's debug files read instead"
-    checked = f"transport: NCCL's debug output, {len(files)} file(s) ({source})"
-    if not files:
-        return [], checked + ": none (a CPU run, or NCCL wrote no debug file)"
-    lines = [
-        f"runs/{facts.run_id}/{e['file']}:{e['line']}"
-        for e in data.get("evidence", [])
-        if e["fact"]
-        in (
-            "network Socket",
-            "net plugin failed",
-            "channel via NET/Socket",
-            "communicator spans nodes",
-        )
-    ]
-    items = []
-    plugin = str(data.get("nccl_plugin") or "")
-    if data.get("socket_inter_node"):
-        fallback = bool(row_value(facts.row, "socket_fallback"))
-        where = (
-            "on a cluster with IB/EFA" if fallback else "(the site declares no IB or EFA fabric)"
-        )
-        detail = (
-            f"NCCL used TCP sockets between nodes {where}; network plugin: {plugin or 'none named'}"
-        )
-        items.append(
-            Item(
-                "transport",
-                "inter-node traffic over TCP sockets",
-                detail,
-                SOCKET_FALLBACK_EFFECT if fallback else None,
-                SOCKET_FALLBACK_SOURCE if fallback else "",
-                tuple(lines[:4] or files[:2]),
-            )
-        )
-    elif plugin.startswith("failed"):
-        items.append(
-            Item(
-                "transport", "network plugin failed", plugin, evidence=tuple(lines[:2] or files[:1])
-            )
-        )
-    inter_node = data.get("inter_node_networks") or int(facts.row.get("nodes") or 1) > 1
-    if data.get("gdr") == "off" and inter_node and not data.get("socket_inter_node"):
-        gdr_lines = [
-            f"runs/{facts.run_id}/{e['file']}:{e['line']}"
-            for e in data.get("evidence", [])
-            if e["fact"] in ("GPU Direct RDMA Disabled", "GDR 0")
-        ]
-        items.append(
-            Item(
-                "transport",
-                "no GPUDirect RDMA between nodes",
-                f"network {data.get('net_transport')}: data crosses host memory",
-                None,
-                GDR_SOURCE,
-                tuple(gdr_lines[:2] or files[:1]),
-            )
-        )
-    return items, checked
 
 
 def node_health(facts: RunFacts) -> tuple[list[Item], str]:

@@ -12,7 +12,7 @@ from llmbench.errors import ParseError
 from llmbench.files.regular_file import read_regular, why_unreadable
 from llmbench.parsers import ParsedLog, parse_log
 from llmbench.parsers.summary import no_data_summary
-from llmbench.parsers.transport import TransportReport, debug_files, read_transport
+from llmbench.parsers.transport import FIELDS, TransportReport, debug_files, read_transport
 from llmbench.parsers.vocabulary import Reason
 
 TRANSPORT_FILE = "transport.json"
@@ -22,10 +22,21 @@ MAX_RECORD_BYTES = 16 << 20
 """A record, summary or transport report is kilobytes; a larger file is not one."""
 ATTEMPT_DIR = re.compile(r"attempt-[0-9]+")
 """An attempt's folder, beside run.json (the run schema's ``attempt_dir``)."""
-_TRANSPORT_KINDS = {
+_TRANSPORT_KINDS: dict[str, type] = {
     "attempt": int,
-    **{name: type(value) for name, value in TransportReport().as_dict().items()},
+    "schema_version": int,
+    "files": list,
+    "skipped": list,
+    "fields": dict,
+    "socket_inter_node": bool,
+    "socket_any": bool,
+    "inter_node_networks": list,
+    "communicators": int,
+    "max_nodes": int,
+    "evidence": list,
+    **dict.fromkeys(FIELDS, str),
 }
+"""The type of each key a ``transport.json`` of either layout may hold."""
 
 
 def read_record(path: str | Path) -> Any:
@@ -65,16 +76,16 @@ def parse_attempt_log(run_dir: Path, record: Mapping[str, Any]) -> ParsedLog:
 
 
 def attempt_transport(run_dir: Path, record: Mapping[str, Any]) -> TransportReport:
-    """The transport report of the reported attempt's NCCL debug files; a run that spans
-    nodes carried its network traffic between them. Only an ``attempt-<n>`` folder of the
-    run is read: a record naming another (``../..``) reads none."""
+    """The transport report of the reported attempt's NCCL debug files, with the run's
+    node count (the site's fabric is the aggregate's to apply). Only an ``attempt-<n>``
+    folder of the run is read: a record naming another (``../..``) reads none."""
     name = record.get("attempt_dir")
     ok = isinstance(name, str) and ATTEMPT_DIR.fullmatch(name) is not None
     files = debug_files(run_dir / name) if ok else []
     spec = record.get("spec")
-    nodes = spec.get("nodes", 1) if isinstance(spec, Mapping) else 1
-    inter_node = isinstance(nodes, int) and nodes > 1
-    return read_transport(files, inter_node=inter_node, base=run_dir)
+    nodes = spec.get("nodes") if isinstance(spec, Mapping) else None
+    known = isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0
+    return read_transport(files, nodes=nodes if known else None, base=run_dir)
 
 
 def transport_problem(data: Any) -> str | None:
@@ -87,6 +98,10 @@ def transport_problem(data: Any) -> str | None:
             return f"{key}: {str(data[key])[:40]!r} is not {kind.__name__}"
     if not all(isinstance(f, str) for f in data.get("files", [])):
         return "files: not a list of file names"
+    for name, answer in data.get("fields", {}).items():
+        quotes = answer.get("evidence", []) if isinstance(answer, dict) else None
+        if not isinstance(quotes, list) or not all(isinstance(q, dict) for q in quotes):
+            return f"fields.{str(name)[:40]}: not a value with its quoted lines"
     for n, item in enumerate(data.get("evidence", [])):
         fields = {"fact": str, "file": str, "line": int}
         if not isinstance(item, dict) or not all(
@@ -97,9 +112,10 @@ def transport_problem(data: Any) -> str | None:
 
 
 def run_transport(run_dir: Path, record: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """The run's ``transport.json`` when it describes the reported attempt, else the
-    attempt's files read now (runs recorded before the train job wrote the file), and
-    why the file was not used ("" when it was, or is simply absent)."""
+    """The run's ``transport.json`` (either layout, docs/transport.md) when it describes
+    the reported attempt, else the attempt's files read now (runs recorded before the
+    train job wrote the file), and why the file was not used ("" when it was, or is
+    simply absent)."""
     path = run_dir / TRANSPORT_FILE
     why = ""
     try:

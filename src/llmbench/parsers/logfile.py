@@ -21,6 +21,7 @@ from llmbench.errors import ConfigError, ParseError
 from llmbench.parsers import steps as step_lines
 from llmbench.parsers.failures import FAILURE_NEEDLES, FailureTracker
 from llmbench.parsers.nccl import CollectiveSummary, summarize_nccl_trace
+from llmbench.parsers.printed_config import printed_interval
 from llmbench.parsers.scan import (
     CONTEXT_BYTES,
     WINDOW_BYTES,
@@ -28,10 +29,11 @@ from llmbench.parsers.scan import (
     LineScanner,
     Needle,
     NotRegularFileError,
+    plain_line,
 )
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
 from llmbench.parsers.vocabulary import Framework, Reason
-from llmbench.parsers.window import Window, as_window
+from llmbench.parsers.window import Window, as_window, cadence_is_clear
 from llmbench.spec.metrics import DEFAULT_WINDOW
 
 DEFAULT_TAIL_BYTES = 32 << 20
@@ -71,7 +73,6 @@ _CKPT_LOAD = re.compile(rb"Global Checkpoint Load\b.*?load_checkpoint\s*:\s*([0-
 _SRUN_LABEL = re.compile(rb"\s*(\d{1,7}): ")
 _TORCHRUN_LABEL = re.compile(rb"\[default(\d{1,7})\]")
 _NEMORUN_LABEL = re.compile(rb"\s*([\w.\-]{1,200}/\d{1,7})\s")
-_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 
 
 def needles_for(framework: Framework | None) -> list[Needle]:
@@ -90,11 +91,6 @@ def _rank_key(line: bytes) -> bytes:
         for m in (_SRUN_LABEL.match(head), _TORCHRUN_LABEL.search(head), _NEMORUN_LABEL.match(head))
     ]
     return b"|".join(parts)
-
-
-def _plain(line: bytes) -> bytes:
-    """The line without ANSI colour and cursor codes (only lines that carry ESC pay)."""
-    return _ANSI.sub(b"", line) if b"\x1b" in line else line
 
 
 def _float(raw: bytes) -> float:
@@ -132,7 +128,7 @@ class LogReader:
         if self._last_offset.get(hit.kind) == hit.offset:
             return  # the same line, found again from the next window
         self._last_offset[hit.kind] = hit.offset
-        line = _plain(hit.line)
+        line = plain_line(hit.line)
         if hit.kind == "failure":
             self.failures.feed(line)
         elif hit.kind == "outcome":
@@ -291,7 +287,12 @@ def read_facts(
         if reader.framework is not known:
             known = reader.framework
             scanner.needles = needles_for(known)  # stop searching other frameworks' lines
-    return reader.facts()
+    facts = reader.facts()
+    # one or two iteration lines may not tell the cadence: the printed configuration may
+    # (a second, short pass over the log's head; step lines numbered by us do not count)
+    if facts.rows and facts.rows is reader.rows and not cadence_is_clear(sorted(facts.rows)):
+        facts.printed_interval = printed_interval(source, facts.framework)
+    return facts
 
 
 def parse_log(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import stat
 import threading
 from collections import deque
@@ -32,6 +33,14 @@ WINDOW_BYTES = 16 << 20
 SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Hyperscan releases the GIL, so mapped windows are scanned this many at a time."""
 CONTEXT_BYTES = 8 << 10  # line text kept either side of a needle; a multiple of the page size
+
+
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
+
+
+def plain_line(line: bytes) -> bytes:
+    """The line without ANSI colour and cursor codes (only lines that carry ESC pay)."""
+    return _ANSI.sub(b"", line) if b"\x1b" in line else line
 
 
 class NotRegularFileError(OSError):

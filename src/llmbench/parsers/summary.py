@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
+from llmbench.parsers.printed_config import PrintedInterval
 from llmbench.parsers.vocabulary import ITERATION_BASE, Framework, Reason, Status
 from llmbench.parsers.window import (
     Selection,
@@ -21,6 +22,7 @@ from llmbench.parsers.window import (
     cadence_phase,
     last_at_cadence,
     log_interval,
+    printed_interval_fits,
     select,
 )
 from llmbench.spec.catalog import load_catalog
@@ -86,6 +88,9 @@ class RunFacts:
     # iteration -> column -> the field as logged, for values whose number is not the whole
     # field (their value in ``rows`` is NaN; llmbench.parsers.steps)
     malformed: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    # the log interval the framework printed in its configuration, when the log was
+    # searched for it (the step lines could not tell; llmbench.parsers.printed_config)
+    printed_interval: PrintedInterval | None = None
 
 
 @cache
@@ -148,8 +153,7 @@ def summarize(
         return summary
 
     iterations = sorted(rows)
-    interval = log_interval(iterations)
-    phase = cadence_phase(iterations, interval)
+    interval, phase = _cadence(facts, iterations, summary)
     chosen = select(window, iterations, interval, phase, facts.framework is Framework.MAXTEXT)
     summary.log_interval = interval
     summary.window = chosen.span
@@ -219,6 +223,17 @@ def summarize(
     if summary.status != Status.SUCCESS.value and facts.restarts:
         summary.detail += f"; {_restart_story(facts)}"
     return summary
+
+
+def _cadence(facts: RunFacts, iterations: list[int], summary: LogSummary) -> tuple[int, int]:
+    """The log interval and its phase: from the logged iterations, or from the printed
+    configuration when they cannot tell (``summary.extra`` then quotes it)."""
+    interval = log_interval(iterations)
+    printed = facts.printed_interval
+    if printed is not None and printed_interval_fits(iterations, printed.value):
+        interval = printed.value
+        summary.extra["log_interval_from"] = str(printed)
+    return interval, cadence_phase(iterations, interval)
 
 
 def _flag_tflops(summary: LogSummary, tflops: list[float], peak: float | None) -> None:

@@ -82,6 +82,24 @@ def log_interval(iterations: Sequence[int]) -> int:
     return min(gaps, key=lambda gap: (-gaps[gap], gap))
 
 
+def cadence_is_clear(iterations: Sequence[int]) -> bool:
+    """The logged iterations (sorted, unique) show their cadence: some gap between
+    consecutive ones occurs at least twice. One line, or two, may not: 10 and 30 are
+    every 20th iteration, or every 10th with 20 missing."""
+    gaps = Counter(b - a for a, b in pairwise(iterations))
+    return bool(gaps) and max(gaps.values()) >= 2
+
+
+def printed_interval_fits(iterations: Sequence[int], printed: int) -> bool:
+    """A log interval the framework printed decides when the lines cannot tell and every
+    gap between logged iterations is a multiple of it (else it was not this run's)."""
+    return (
+        printed >= 1
+        and not cadence_is_clear(iterations)
+        and all((b - a) % printed == 0 for a, b in pairwise(iterations))
+    )
+
+
 def cadence_phase(iterations: Sequence[int], interval: int) -> int:
     """The remainder most logged iterations leave modulo ``interval`` (0 for Megatron,
     which logs iterations that are multiples of ``--log-interval``)."""
