@@ -100,7 +100,7 @@ def transport_problem(data: Any) -> str | None:
         return "files: not a list of file names"
     for name, answer in data.get("fields", {}).items():
         quotes = answer.get("evidence", []) if isinstance(answer, dict) else None
-        if not isinstance(quotes, list) or not all(isinstance(q, dict) for q in quotes):
+        if not isinstance(quotes, list | tuple) or not all(isinstance(q, dict) for q in quotes):
             return f"fields.{str(name)[:40]}: not a value with its quoted lines"
     for n, item in enumerate(data.get("evidence", [])):
         fields = {"fact": str, "file": str, "line": int}
