@@ -10,6 +10,7 @@ import pytest
 
 from llmbench.spec import metrics
 from llmbench.spec.catalog import load_catalog
+from llmbench.spec.catalog.parity import document_vocab
 from llmbench.spec.catalog.published import load_summaries
 from llmbench.spec.catalog.records import PRECISIONS
 from llmbench.spec.flops import model_flops_per_sample
@@ -18,14 +19,16 @@ from tests.helpers import REPO
 CATALOG = load_catalog()
 SUMMARIES = load_summaries()
 ERRATA = REPO / "docs" / "spec-errata.md"
-VOCAB_MULTIPLE = {"llama3.1-mbridge": 128, "qwen3-mbridge": 128, "deepseek-v3-mbridge": 1280}
-"""What each family's model pads its vocabulary to, times TP (parity.yaml model_vocab)."""
 
 
 def recomputed_tflops(row) -> float:
+    """The row's TFLOP/s/GPU from its step time (Megatron-Bridge's count), with the
+    vocabulary its release's model is built with at the row's TP: the one rule run specs
+    use (parity.document_vocab)."""
     model = CATALOG.model(row.workload, row.size, source="exemplar-v26.08")
-    multiple = VOCAB_MULTIPLE[row.workload] * row.parallelism["tp"]
-    shape = dataclasses.replace(model.shape, vocab=-(-model.shape.vocab // multiple) * multiple)
+    document = CATALOG.rows(row.workload, release=row.release)[0].source
+    vocab = document_vocab(row.workload, document, row.parallelism["tp"])
+    shape = dataclasses.replace(model.shape, vocab=vocab)
     flops = model_flops_per_sample("megatron-bridge", shape, model.extras)
     return metrics.tflops_per_gpu(row.gbs, flops, row.step_time_s, row.gpus)
 

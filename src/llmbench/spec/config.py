@@ -493,7 +493,7 @@ def _resolve_catalog(
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     if row.model.extras.as_dict():
         model["extras"] = row.model.extras.as_dict()
-    # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
+    # FLOPs and MFU count the embedding the model is really built with (catalog.parity.built_vocab).
     model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
     return RunSpec(
         workload=row.workload,

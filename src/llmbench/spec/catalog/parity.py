@@ -288,12 +288,15 @@ def resolve_parity(
 
 
 def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
-    """The vocabulary the model is really built with (embedding and output rows).
+    """The vocabulary the model is really built with (embedding and output rows): the one
+    rule FLOPs and MFU count with (a run's ``model.vocab``, the published rows' checks).
 
     NeMo 2: a ``NullTokenizer(n)`` reports ``n + 1`` tokens (the end-of-document id), and
     the model pads that to a multiple of ``make_vocab_size_divisible_by x TP``
-    (nemo/lightning/base.py ``get_vocab_size``). Elsewhere the model config's own size,
-    padded the same way where the data says the model pads it (Megatron-Bridge).
+    (nemo/lightning/base.py ``get_vocab_size``). Megatron-Bridge: the model config's own
+    size, padded the same way only where the data says the model pads it (``divisible_by``:
+    the spec's release, whose model takes its size from the tokenizer); where the recipe
+    sets the model's size (v26.08), setup turns padding off and the size is built as is.
     """
     tok = parity_settings(parity, "tokenizer")
     spec = tok.get("null_tokenizer") or tok.get("model_vocab")
@@ -302,3 +305,13 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     size = int(spec["vocab_size"]) + (1 if "null_tokenizer" in tok else 0)
     multiple = int(spec.get("divisible_by") or 1) * (tp if spec.get("times_tp") else 1)
     return -(-size // multiple) * multiple
+
+
+def document_vocab(workload: str, document: str, tp: int) -> int | None:
+    """``built_vocab`` of a document's model at ``tp`` (its tokenizer settings hold on
+    every run of it): for numbers that are not a run's, such as a published row's."""
+    entry = _families().get(workload, {}).get(document, {})
+    tokenizer = [s for s in entry.get("settings", []) if s["kind"] == "tokenizer"]
+    if any("when" in s or "unless" in s for s in tokenizer):
+        raise ConfigError(f"parity.yaml: {workload}/{document}: a conditional tokenizer setting")
+    return built_vocab({"settings": tokenizer}, tp)
