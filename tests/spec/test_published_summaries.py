@@ -41,7 +41,7 @@ def listed() -> set[tuple[str, int]]:
 
 
 def test_every_row_says_what_it_is_comparable_with():
-    assert len(SUMMARIES) == 26
+    assert len(SUMMARIES) == 36
     for row in SUMMARIES:
         assert row.container.startswith("nvcr.io/nvidia/nemo:"), row.source
         assert row.precision in PRECISIONS and row.release in CATALOG.releases()
@@ -52,6 +52,23 @@ def test_every_row_says_what_it_is_comparable_with():
         "qwen3-mbridge", "deepseek-v3-mbridge",
     }  # fmt: skip
     assert {r.release for r in SUMMARIES if r.container.endswith(":25.09")} == {"spec"}
+
+
+def test_every_v2608_model_and_gpu_type_with_a_public_row_has_one():
+    """The pack's (model, GPU type, precision, GBS) that a public table of MB 067f987 has a
+    row for (archive 26.x containers and the 26.08 table), B200 included."""
+    keys = {(r.workload, r.size, r.gpu_type, r.precision, r.gbs) for r in SUMMARIES}
+    for key in [
+        ("qwen3-mbridge", "30b-a3b", "b200", "mxfp8", 512),  # archive L247, 26.04.01
+        ("deepseek-v3-mbridge", "671b", "b200", "mxfp8", 4096),  # L228
+        ("qwen3-mbridge", "235b-a22b", "b300", "mxfp8", 8192),  # L256
+        ("qwen3-mbridge", "235b-a22b", "b200", "mxfp8", 8192),  # L257
+    ]:
+        assert key in keys, key
+        assert any(CATALOG.rows(key[0], key[1], gpu_type=key[2], release="v26.08")), key
+    newer = [r for r in SUMMARIES if r.container == "nvcr.io/nvidia/nemo:26.08"]
+    assert sorted(int(r.source.rsplit("#L", 1)[1]) for r in newer) == [45, 46, 66, 67, 73, 74]
+    assert {r.source.rsplit("#", 1)[0] for r in newer} == {"MB:docs/performance-summary.md@067f987"}
 
 
 @pytest.mark.parametrize("row", SUMMARIES, ids=lambda r: r.source.rsplit("#", 1)[1])
