@@ -437,6 +437,16 @@ def test_h100_70b_megatron_bridge_run_recomputes_nothing() -> None:
         assert row.recompute_layers == spec.parallelism["recompute_layers"], spec.run_id
 
 
+def test_h100_8b_megatron_bridge_row_shows_the_cuda_graphs_it_runs() -> None:
+    for spec in ALL["llama3.1-mbridge"]:
+        if spec.size != "8b":
+            continue
+        o = megatron_bridge.overrides(EntryOptions(spec))
+        runs_graphs = spec.gpu_type != "h100"  # the H100 preset: cuda_graphs false (L52-59)
+        assert o["model.enable_cuda_graph"] is runs_graphs, spec.run_id
+        assert spec.parallelism["cuda_graphs"] is runs_graphs, spec.run_id  # the table: on
+
+
 def test_megatron_bridge_perf_runs_save_no_checkpoint_and_keep_tensorboard() -> None:
     spec = next(s for s in ALL["llama3.1-mbridge"] if s.size == "405b")
     o = megatron_bridge.overrides(EntryOptions(spec))
