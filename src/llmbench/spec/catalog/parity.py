@@ -294,7 +294,10 @@ def resolve_parity(
         "stack": stack,
         "settings": settings,
         "unverified": [s["name"] for s in settings if "unverified" in s],
-        "differences": [*entry.get("differences", []), *_added(settings, run)],
+        "differences": [
+            *({k: v for k, v in d.items() if k != "quote"} for d in entry.get("differences", [])),
+            *_added(settings, run),
+        ],
     }
 
 
