@@ -11,6 +11,7 @@ from llmbench.aggregate.explain import RunFacts, reference_row
 from llmbench.aggregate.reference import builtin_references, compare
 from llmbench.spec.catalog.published import load_summaries
 from tests.aggregate.test_reference import sweep_table
+from tests.aggregate.test_reference_verdicts import bridge_log_at
 
 PACK_IMAGE = "nvcr.io/nvidia/nemo:26.06.01"
 
@@ -22,32 +23,14 @@ def summary(workload: str, size: str, gpu_type: str, container: str):
     )  # fmt: skip
 
 
-def bridge_log_at(gbs: int):
-    """A Megatron-Bridge 0.5 log writer (its `Step Time` and iteration lines) at ``gbs``."""
-
-    def write(path, step_time_s: float, steps: int = 50) -> None:
-        lines = []
-        for i in range(1, steps + 1):
-            lines.append(f"Step Time : {step_time_s:.4f}s GPU utilization: 900.0MODEL_TFLOP/s/GPU")
-            lines.append(
-                f" [2026-08-20 10:00:00] iteration {i:8d}/{steps:8d} | consumed samples: "
-                f"{gbs * i:12d} | elapsed time per iteration (ms): {step_time_s * 1000:.1f} | "
-                f"learning rate: 3.000000E-05 | global batch size: {gbs:5d} | lm loss: 8.1E+00 |"
-                " loss scale: 1.0 | grad norm: 0.042 | number of skipped iterations:   0 | "
-                "number of nan iterations:   0 |"
-            )
-        path.write_text("\n".join(lines) + "\n")
-
-    return write
-
-
 def judged(tmp_path, workload, size, gpu_type, published, image=None) -> dict:
     """The v26.08 fp8 run of the row's model on ``gpu_type`` at the row's GPU count, at the
     row's own step time, compared."""
     sweep = {"workload": workload, "release": "v26.08", "sizes": [size], "dtypes": ["fp8"],
              "gpu_type": gpu_type, "scales": [published.gpus]}  # fmt: skip
-    runs = sweep_table(tmp_path, lambda _g: published.step_time_s, sweep,
-                       bridge_log_at(published.gbs), 4500e12, container="enroot")  # fmt: skip
+    log = bridge_log_at(published.gbs, 900.0)
+    runs = sweep_table(tmp_path, lambda _g: published.step_time_s, sweep, log, 4500e12,
+                       container="enroot")  # fmt: skip
     if image:  # a site image (the config's `images` has no key for the v26.08 MoE families)
         runs["image"] = image
     (run,) = compare(runs, builtin_references()).to_dict("records")

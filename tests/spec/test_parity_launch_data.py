@@ -9,20 +9,14 @@ from llmbench.ranks.entrypoints import megatron_bridge
 from llmbench.ranks.entrypoints.common import EntryOptions
 from llmbench.spec.catalog import load_catalog
 from llmbench.spec.catalog import parity as parity_data
-from llmbench.spec.config import run_specs, validate_config
 from llmbench.spec.runspec import RunSpec
+from tests.helpers import release_runs
 
 CATALOG = load_catalog()
 
 
-def _specs(release: str, **config: object) -> list[RunSpec]:
-    rows = CATALOG.rows(release=release)
-    base = {"sweeps": [r.sweep_entry() for r in rows], "launcher": "srun", "container": "enroot"}
-    return run_specs(validate_config({**base, **config}))
-
-
-V2608 = _specs("v26.08")
-SPEC = _specs("spec")
+V2608 = release_runs("v26.08")
+SPEC = release_runs("spec")
 MOE = [s for s in V2608 if s.workload != "llama3.1-mbridge"]
 OPGWOS = ("optimizer.overlap_param_gather_with_optimizer_step",
           "comm_overlap.overlap_param_gather_with_optimizer_step")  # fmt: skip
