@@ -495,8 +495,7 @@ def _resolve_catalog(
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     if row.model.extras.as_dict():
         model["extras"] = row.model.extras.as_dict()
-    # FLOPs and MFU count the embedding the model is really built with (catalog.parity.built_vocab).
-    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
+    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]  # as built
     return RunSpec(
         workload=row.workload,
         framework=row.framework,
@@ -545,23 +544,13 @@ def _site_block(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _limits(
-    config: Mapping[str, Any],
-    sweep: Mapping[str, Any],
-    framework: str,
-    variant: str,
-    parity: Mapping[str, Any],
+    config: Mapping[str, Any], sweep: Mapping[str, Any], framework: str, variant: str, parity: Any
 ) -> RunLimits:
-    """The run's limits: a sweep's own ``runtime_min``, else the top-level one, else the
-    reference's time limit (its parity data)."""
-    watchdog = config["watchdog"]
-    runtime_min = sweep.get("runtime_min") or config["runtime_min"]
+    """A sweep's own ``runtime_min``, else the top-level one, else the reference's."""
+    watchdog, runtime_min = config["watchdog"], sweep.get("runtime_min") or config["runtime_min"]
+    reference = reference_time_limit_min(dict(parity))
     return resolve_limits(
-        framework,
-        variant,
-        reference_time_limit_min(dict(parity)),
-        runtime_min,
-        watchdog["startup_s"],
-        watchdog["stall_s"],
+        framework, variant, reference, runtime_min, watchdog["startup_s"], watchdog["stall_s"]
     )
 
 
