@@ -26,6 +26,7 @@ from llmbench.aggregate.runs_and_steps import (
     spec_columns,
     steps_table_from_frame,
 )
+from llmbench.spec.catalog import load_catalog
 from llmbench.spec.catalog.records import RecipeRow
 from llmbench.spec.catalog.rules import RULES
 from llmbench.spec.config import run_specs, validate_config
@@ -198,6 +199,14 @@ def runs_table_from_records(
         pd.DataFrame(summaries, columns=list(SUMMARY_COLUMNS)),
         train_tokens,
     )
+
+
+def release_runs(release: str, **config: object) -> list:
+    """One perf run per catalog row of ``release``, srun + enroot (the reference's image),
+    with any other top-level config keys."""
+    rows = load_catalog().rows(release=release)
+    base = {"sweeps": [r.sweep_entry() for r in rows], "launcher": "srun", "container": "enroot"}
+    return run_specs(validate_config({**base, **config}))
 
 
 def violations(row: RecipeRow) -> list[str]:

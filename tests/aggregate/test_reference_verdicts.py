@@ -17,19 +17,28 @@ SUMMARY_405B_GB300_FP8 = next(
 )  # fmt: skip
 
 
-def bridge_log(path, step_time_s: float, steps: int = 50) -> None:
-    """A Megatron-Bridge 0.5 log (its `Step Time` and iteration lines) at one step time."""
-    lines = []
-    for i in range(1, steps + 1):
-        lines.append(f"Step Time : {step_time_s:.2f}s GPU utilization: 2646.0MODEL_TFLOP/s/GPU")
-        lines.append(
-            f" [2026-08-20 10:00:00] iteration {i:8d}/{steps:8d} | consumed samples: "
-            f"{1536 * i:12d} | elapsed time per iteration (ms): {step_time_s * 1000:.1f} | "
-            "learning rate: 3.000000E-05 | global batch size:  1536 | lm loss: 8.1E+00 | "
-            "loss scale: 1.0 | grad norm: 0.042 | number of skipped iterations:   0 | "
-            "number of nan iterations:   0 |"
-        )
-    path.write_text("\n".join(lines) + "\n")
+def bridge_log_at(gbs: int, tflops: float = 2646.0):
+    """A Megatron-Bridge 0.5 log writer (its `Step Time` and iteration lines) at ``gbs``."""
+
+    def write(path, step_time_s: float, steps: int = 50) -> None:
+        lines = []
+        for i in range(1, steps + 1):
+            lines.append(
+                f"Step Time : {step_time_s:.4f}s GPU utilization: {tflops}MODEL_TFLOP/s/GPU"
+            )
+            lines.append(
+                f" [2026-08-20 10:00:00] iteration {i:8d}/{steps:8d} | consumed samples: "
+                f"{gbs * i:12d} | elapsed time per iteration (ms): {step_time_s * 1000:.1f} | "
+                f"learning rate: 3.000000E-05 | global batch size: {gbs:5d} | lm loss: 8.1E+00 |"
+                " loss scale: 1.0 | grad norm: 0.042 | number of skipped iterations:   0 | "
+                "number of nan iterations:   0 |"
+            )
+        path.write_text("\n".join(lines) + "\n")
+
+    return write
+
+
+bridge_log = bridge_log_at(1536)
 
 
 def v2608_runs(tmp_path, step_time_for, scales=(256,), **config) -> pd.DataFrame:

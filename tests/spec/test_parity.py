@@ -417,9 +417,10 @@ def test_megatron_bridge_rows_match_the_parity_table() -> None:
         name, fields = megatron_bridge.precision(options)
         assert name == "bf16_with_fp8_current_scaling_mixed", spec.run_id
         assert fields == {"first_last_layers_bf16": False, "grad_reduce_in_fp32": False}
-        # NullTokenizer(128256) padded to 128 x TP (gpt_provider.py@f23d790 L205-209)
+        # NullTokenizer(128256) padded to 128 x TP (gpt_provider.py@f23d790 L205-209): the
+        # one rule (test_parity_launch_data pins its values)
         tp = spec.parallelism["tp"]
-        assert spec.model["vocab"] == -(-128256 // (128 * tp)) * 128 * tp, spec.run_id
+        assert spec.model["vocab"] == built_vocab(spec.parity, tp), spec.run_id
 
 
 def test_h100_70b_megatron_bridge_run_recomputes_nothing() -> None:
@@ -427,10 +428,23 @@ def test_h100_70b_megatron_bridge_run_recomputes_nothing() -> None:
         if spec.size != "70b" or spec.gpu_type not in ("h100", "b200"):
             continue
         o = megatron_bridge.overrides(EntryOptions(spec))
-        assert spec.parallelism["recompute_layers"] == 5  # the document's table
         expected = None if spec.gpu_type == "h100" else "full"  # b200 presets L101, L109
         assert o["model.recompute_granularity"] == expected, spec.run_id
         assert o["model.recompute_num_layers"] == (None if expected is None else 5)
+        # what run_spec and `llmbench recipes` show is what runs (the H100 table prints 5)
+        assert spec.parallelism["recompute_layers"] == (0 if expected is None else 5)
+        row = load_catalog().row(spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus)
+        assert row.recompute_layers == spec.parallelism["recompute_layers"], spec.run_id
+
+
+def test_h100_8b_megatron_bridge_row_shows_the_cuda_graphs_it_runs() -> None:
+    for spec in ALL["llama3.1-mbridge"]:
+        if spec.size != "8b":
+            continue
+        o = megatron_bridge.overrides(EntryOptions(spec))
+        runs_graphs = spec.gpu_type != "h100"  # the H100 preset: cuda_graphs false (L52-59)
+        assert o["model.enable_cuda_graph"] is runs_graphs, spec.run_id
+        assert spec.parallelism["cuda_graphs"] is runs_graphs, spec.run_id  # the table: on
 
 
 def test_megatron_bridge_perf_runs_save_no_checkpoint_and_keep_tensorboard() -> None:

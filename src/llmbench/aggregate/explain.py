@@ -16,7 +16,8 @@ One function per kind of evidence, each given the run's ``RunFacts`` and returni
   data): deliberate differences, an image or a framework install that is not the
   reference's, no reference settings at all;
 - ``reference_row``: the run against the published row it is compared with (GBS, GPU
-  count).
+  count; for a performance-summary row every field of ``verdict_note``: MBS, TP, PP, CP,
+  VP, EP, FSDP, GPU count, container).
 
 Items with a number (``effect_pct``, a low-high range in percent of the step time, with
 its source) come first, largest first; the others follow in the order above. What the
@@ -244,6 +245,13 @@ def reference_row(facts: RunFacts) -> tuple[list[Item], str]:
     if "reference_row" in facts.unread:
         return [], f"published row: not compared: {facts.unread['reference_row']}"
     row = facts.row
+    source, note = row_value(row, "reference_source"), row_value(row, "verdict_note")
+    if source and str(source).startswith("published summary") and note:
+        # the summary row it was judged against: each field it differs in (verdict_note)
+        detail = f"{note} ({source})"
+        title = "the published row was measured with another configuration"
+        checked = "published row: parallelism, GPU count and container (verdict_note)"
+        return [Item("reference_row", title, detail)], checked
     key = tuple(str(row[k]) for k in ("workload", "size", "dtype", "gpu_type"))
     rows = [
         r

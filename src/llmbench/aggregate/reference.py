@@ -13,7 +13,8 @@ Two kinds of reference, tried in this order:
 
 A verdict is only given at the reference's GBS (a keyed reference without ``gbs`` is
 taken at the run's). ``verdict_basis`` is ``exact`` where the run's GPU count and container
-are the reference's, else ``approximate`` and ``verdict_note`` names each difference. The
+are the reference's and, for a summary row, its parallelism too (MBS, TP, PP, CP, VP, EP,
+FSDP), else ``approximate`` and ``verdict_note`` names each difference. The
 verdict compares tokens/s/GPU (the cross-release metric: the frameworks' TFLOPS formulas
 changed between releases), written as a step-time deviation so that positive is slower:
 ``deviation_pct = (reference tokens/s/GPU / measured tokens/s/GPU - 1) * 100``, which at
@@ -60,7 +61,12 @@ OPTIONAL_COLUMNS = ("gbs", "container")
 """Keyed reference columns a user file may leave out: the GBS (then the run's is taken)
 and the container (then the run's stack is not compared)."""
 SUMMARY_MATCH = ("model", "gpu_type", "precision")
-SUMMARY_COLUMNS = (*SUMMARY_MATCH, "gbs", "gpus", "container", "tokens_per_s_per_gpu", "source")
+PARALLELISM = {"mbs": ("micro_batch_size", "MBS"), "tp": ("tp", "TP"), "pp": ("pp", "PP"),
+               "cp": ("cp", "CP"), "vp": ("vp", "VP"), "ep": ("ep", "EP"),
+               "fsdp": ("fsdp", "FSDP")}  # fmt: skip
+"""A summary row's parallelism field -> (the runs table's column, its name in a note)."""
+SUMMARY_COLUMNS = (*SUMMARY_MATCH, "gbs", "gpus", "container", "tokens_per_s_per_gpu", "source",
+                   *PARALLELISM)  # fmt: skip
 SOCKET_FALLBACK_REASON = "not comparable: inter-node traffic over TCP sockets"
 OTHER_STACK = "not the reference's software stack (reference_stack false: see image)"
 """Added to ``reference_source`` where the run's image is not the reference's."""
@@ -143,6 +149,7 @@ def _summary_row(result: PublishedResult) -> dict[str, object]:
         "container": result.container,
         "tokens_per_s_per_gpu": result.tokens_per_s_per_gpu,
         "source": f"published summary ({result.release}): {result.source}",
+        **{k: result.parallelism[k] for k in PARALLELISM},
     }
 
 
@@ -230,11 +237,38 @@ class _Candidate:
     gpus: int
     container: str
     tokens_per_s_per_gpu: float
+    parallelism: tuple[tuple[str, Any], ...] = ()
+    """A summary row's (field, value) of ``PARALLELISM`` (none for a keyed reference)."""
 
 
-def _differences(run_gpus: int, run_image: str, ref: _Candidate) -> list[str]:
-    """What a run does not share with its reference, named: GPU count, container."""
+def _setting(name: str, value: Any) -> Any:
+    """A parallelism value as a note compares it: no VP, EP, TP ... is 1 (VP 1 and none
+    both mean one stage per rank), FSDP a yes/no."""
+    missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    if name == "fsdp":
+        return False if missing else bool(value)
+    return 1 if missing else int(value)
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "fsdp":
+        return "on" if value else "off"
+    return "none" if name == "vp" and value == 1 else str(value)
+
+
+def _differences(
+    run_gpus: int, run_image: str, ref: _Candidate, run_parallelism: dict[str, Any]
+) -> list[str]:
+    """What a run does not share with its reference, each named: every parallelism field
+    the summary row states (where the run's is known), GPU count, container."""
     notes = []
+    for name, published in ref.parallelism:
+        if run_parallelism.get(name) is None:
+            continue
+        mine, theirs = _setting(name, run_parallelism[name]), _setting(name, published)
+        if mine != theirs:
+            label = PARALLELISM[name][1]
+            notes.append(f"{label} {_shown(name, mine)}, reference {_shown(name, theirs)}")
     if run_gpus != ref.gpus:
         notes.append(f"GPUs {run_gpus}, reference {ref.gpus}")
     if ref.container and normal_image(run_image) != normal_image(ref.container):
@@ -269,6 +303,7 @@ def _summary_candidates(summaries: pd.DataFrame) -> dict[tuple[Any, ...], list[_
             int(row["gpus"]),
             str(row["container"]),
             float(row["tokens_per_s_per_gpu"]),
+            tuple((k, row[k]) for k in PARALLELISM if k in row),
         )
         out.setdefault(tuple(row[k] for k in SUMMARY_MATCH), []).append(candidate)
     return out
@@ -280,24 +315,14 @@ def _column(runs: pd.DataFrame, name: str, default: object) -> list[Any]:
     return runs[name].astype(object).where(runs[name].notna(), default).tolist()
 
 
-def compare(
-    runs: pd.DataFrame,
-    references: pd.DataFrame,
-    tolerance: float = 0.05,
-    summaries: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """``runs`` with the comparison columns (``COMPARE_DTYPES``) added: keyed references
-    first, then the summary rows (``published_summaries()`` unless given)."""
-    if not tolerance >= 0:
-        raise ConfigError(f"reference.tolerance: {tolerance!r} must be >= 0 (a fraction)")
-    out = runs.copy()  # existing comparison columns are replaced in place
-    refs = merge_references(references)
-    lookup = refs.set_index(list(REFERENCE_KEYS))
-    keys = pd.MultiIndex.from_frame(
-        out.loc[:, list(REFERENCE_KEYS)].astype({k: _KEY_DTYPES[k] for k in REFERENCE_KEYS})
-    )
-    pos = lookup.index.get_indexer(keys) if len(lookup) else np.full(len(out), -1)
-    by_model = _summary_candidates(published_summaries() if summaries is None else summaries)
+def _match(
+    out: pd.DataFrame,
+    refs: pd.DataFrame,
+    pos: np.ndarray,
+    by_model: dict[tuple[Any, ...], list[_Candidate]],
+) -> tuple[list[_Candidate | None], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each run's reference (keyed first, else a summary row at its GBS), the reason where
+    none is at its GBS, the verdict basis and note, and whether any reference exists."""
     keyed = refs[["step_time_s", "source", "gbs", "container"]]  # in the order of lookup
     keyed = keyed.astype(object).where(keyed.notna(), None).to_dict("records")
     n = len(out)
@@ -308,6 +333,8 @@ def compare(
     gpu_types = out["gpu_type"].astype(str).tolist()
     models = _column(out, "model", None)
     precisions = _column(out, "precision", None)
+    # the run's own parallelism, where the runs table has it (None: not compared)
+    parallel = {k: _column(out, column, None) for k, (column, _) in PARALLELISM.items()}
     matched: list[_Candidate | None] = [None] * n
     reason = np.full(n, None, dtype=object)
     basis = np.full(n, None, dtype=object)
@@ -331,9 +358,36 @@ def compare(
             allowed = ", ".join(str(g) for g in sorted({c.gbs for c in candidates}))
             reason[i] = f"no reference at GBS {gbs[i]}: {where} at GBS {allowed}"
             continue
-        diffs = _differences(gpus[i], images[i], matched[i])
+        mine = {k: v[i] for k, v in parallel.items()}
+        diffs = _differences(gpus[i], images[i], matched[i], mine)
         basis[i] = "approximate" if diffs else "exact"
         note[i] = "; ".join(diffs) or None
+    return matched, reason, basis, note, found
+
+
+def compare(
+    runs: pd.DataFrame,
+    references: pd.DataFrame,
+    tolerance: float = 0.05,
+    summaries: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """``runs`` with the comparison columns (``COMPARE_DTYPES``) added: keyed references
+    first, then the summary rows (``published_summaries()`` unless given)."""
+    if not tolerance >= 0:
+        raise ConfigError(f"reference.tolerance: {tolerance!r} must be >= 0 (a fraction)")
+    out = runs.copy()  # existing comparison columns are replaced in place
+    refs = merge_references(references)
+    lookup = refs.set_index(list(REFERENCE_KEYS))
+    keys = pd.MultiIndex.from_frame(
+        out.loc[:, list(REFERENCE_KEYS)].astype({k: _KEY_DTYPES[k] for k in REFERENCE_KEYS})
+    )
+    pos = lookup.index.get_indexer(keys) if len(lookup) else np.full(len(out), -1)
+    by_model = _summary_candidates(published_summaries() if summaries is None else summaries)
+    matched, reason, basis, note, found = _match(out, refs, pos, by_model)
+    n = len(out)
+    gbs = [int(v) for v in _column(out, "global_batch_size", 0)]
+    seq = [int(v) for v in _column(out, "seq_len", 0)]
+    gpus = out["gpus"].astype(int).tolist()
     at_gbs = np.array([m is not None for m in matched], dtype=bool)
     ref_tps = np.array([m.tokens_per_s_per_gpu if m else np.nan for m in matched], dtype=float)
     ref_src = np.array([m.source if m else None for m in matched], dtype=object)

@@ -84,6 +84,9 @@ RUN_DTYPES: dict[str, str] = {
     "cp": "int64",
     "dp": "int64",
     "ga": "int64",
+    "vp": "Int64",
+    "ep": "Int64",
+    "fsdp": "boolean",
     "steps": "int64",
     "window_first": "int64",
     "window_last": "int64",
@@ -268,6 +271,9 @@ def spec_columns(
         cols[key] = [spec[key] for spec in specs]
     for key in ("tp", "pp", "cp", "dp", "ga"):
         cols[key] = [par.get(key, 1) for par in pars]
+    cols["vp"] = [par.get("vp") for par in pars]
+    cols["ep"] = [par.get("ep") for par in pars]
+    cols["fsdp"] = [shards_parameters(par.get("fsdp")) for par in pars]
     cols["steps"] = [spec["steps"] for spec in specs]
     cols["window_first"] = [spec["window"][0] for spec in specs]
     cols["window_last"] = [spec["window"][1] for spec in specs]
@@ -302,6 +308,12 @@ def spec_columns(
     ]
     cols["log_path"] = [f"{rec['run_id']}/{rec['log']}" for rec in records]
     return cols
+
+
+def shards_parameters(fsdp: Any) -> bool:
+    """A run's ``fsdp`` as a yes/no: Megatron-Bridge's switch, or MaxText's FSDP degree
+    (above 1: the data-parallel ranks shard the parameters)."""
+    return fsdp is True or (not isinstance(fsdp, bool) and isinstance(fsdp, int) and fsdp > 1)
 
 
 def overlap_text(processes: Sequence[Mapping[str, Any]]) -> str:

@@ -33,6 +33,7 @@ from llmbench.spec.runspec import (
     Parallelism,
     ProfileSettings,
     RunSpec,
+    reference_time_limit_min,
 )
 from llmbench.spec.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.spec.value_checks import (
@@ -441,7 +442,7 @@ def _resolve_tiny(
         platform=_site_block(config),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
-        limits=_limits(config, sweep, embedded_workload.FRAMEWORK, size, variant),
+        limits=_limits(config, sweep, embedded_workload.FRAMEWORK, variant, {}),
     )
 
 
@@ -490,12 +491,12 @@ def _resolve_catalog(
         launcher=config["launcher"],
         image=image,
         in_image=config["container"] == "enroot" or launcher_traits(config["launcher"]).platform,
+        telemetry=config["telemetry"]["enabled"],
     )
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     if row.model.extras.as_dict():
         model["extras"] = row.model.extras.as_dict()
-    # FLOPs and MFU count the embedding the model is really built with (padded vocabulary).
-    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]
+    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]  # as built
     return RunSpec(
         workload=row.workload,
         framework=row.framework,
@@ -520,7 +521,7 @@ def _resolve_catalog(
         threads_per_rank=config["threads_per_rank"],
         image=image,
         profile=_profile_settings(config, row.source, gpus, where) if variant == "profile" else {},
-        limits=_limits(config, sweep, row.framework, size, variant),
+        limits=_limits(config, sweep, row.framework, variant, parity),
         parity=parity,
         release=row.release,
         precision=row.precision if row.release != DEFAULT_RELEASE else "",
@@ -544,13 +545,13 @@ def _site_block(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _limits(
-    config: Mapping[str, Any], sweep: Mapping[str, Any], framework: str, size: str, variant: str
+    config: Mapping[str, Any], sweep: Mapping[str, Any], framework: str, variant: str, parity: Any
 ) -> RunLimits:
-    """The run's limits: a sweep's own ``runtime_min`` before the top-level one."""
-    watchdog = config["watchdog"]
-    runtime_min = sweep.get("runtime_min") or config["runtime_min"]
+    """A sweep's own ``runtime_min``, else the top-level one, else the reference's."""
+    watchdog, runtime_min = config["watchdog"], sweep.get("runtime_min") or config["runtime_min"]
+    reference = reference_time_limit_min(dict(parity))
     return resolve_limits(
-        framework, size, variant, runtime_min, watchdog["startup_s"], watchdog["stall_s"]
+        framework, variant, reference, runtime_min, watchdog["startup_s"], watchdog["stall_s"]
     )
 
 

@@ -36,6 +36,13 @@ def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
     }
 
 
+def reference_time_limit_min(parity: dict[str, Any]) -> int | None:
+    """The reference's time limit of a run in minutes (``kind: limit`` in its parity data),
+    None without one."""
+    value = parity_settings(parity, "limit").get("time_limit_min")
+    return int(value) if value else None
+
+
 def version_numbers(version: str) -> tuple[int, ...]:
     """The leading release numbers of a version string: ``"0.15.3rc1"`` -> (0, 15, 3)."""
     match = re.match(r"\d+(?:\.\d+)*", version.strip())
@@ -129,7 +136,8 @@ class RunSpec:
     platform: dict[str, Any] = field(default_factory=dict)
     """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config)."""
     limits: RunLimits | None = None
-    """Time limit and watchdog allowances (``llmbench.spec.limits``); None takes the defaults."""
+    """Time limit and watchdog allowances (``llmbench.spec.limits``); None takes the defaults
+    (the reference's time limit from ``parity``)."""
     release: str = DEFAULT_RELEASE
     """The reference release the run's recipe row belongs to (``catalog/releases.yaml``)."""
     precision: str = ""
@@ -139,7 +147,8 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         if self.limits is None:
-            limits = default_limits(self.framework, self.size, self.variant)
+            reference = reference_time_limit_min(self.parity)
+            limits = default_limits(self.framework, self.variant, reference)
             object.__setattr__(self, "limits", limits)
 
     @property

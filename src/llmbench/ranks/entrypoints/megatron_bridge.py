@@ -221,7 +221,10 @@ def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragm
         values[f"mixed_precision.{name}"] = _plain(getattr(config.mixed_precision, name))
     ub = config.comm_overlap.tp_comm_overlap_cfg if config.comm_overlap is not None else None
     model = config.model
+    # setup's rule (training/setup.py _validate_and_set_vocab_size): the tokenizer's size,
+    # padded, where the model sets none; else the model's own, unpadded
     vocab = config.tokenizer.vocab_size if model.vocab_size is None else model.vocab_size
+    padded = model.vocab_size is None
     out: dict[str, Any] = {
         "run_id": spec.run_id,
         "model_class": type(model).__name__,
@@ -234,7 +237,9 @@ def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragm
         ),
         "built_vocab": calculate_padded_vocab_size(
             vocab, model.make_vocab_size_divisible_by, spec.parallelism.get("tp") or 1
-        ),
+        )
+        if padded
+        else vocab,
         "validate_error": None,
     }
     os.environ["WORLD_SIZE"] = str(spec.gpus)  # the data-parallel size validate() derives

@@ -6,6 +6,8 @@
 - ``load``: the YAML files -> validated records (``load_catalog``)
 - ``query``: ``Catalog``, the questions asked of them
 - ``published``: the documents' published results, reproduced with ``llmbench.spec.metrics``
+- ``parity``: the reference's launch settings as data; ``citations``: every cited line
+  range of the data with the quote of its text (checked by ``benchmarks/check_citations.py``)
 
 See docs/catalog.md.
 """

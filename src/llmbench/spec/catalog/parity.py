@@ -20,7 +20,7 @@ from llmbench.errors import ConfigError
 from llmbench.spec.catalog.load import parse_package_yaml
 from llmbench.spec.runspec import meets_requirement, parity_settings
 
-KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging")
+KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging", "limit")
 _WHEN_KEYS = (
     "gpu_type", "size", "dtype", "precision", "gpus_per_node", "launcher", "min", "any_min",
     "nodes_min", "nodes_max", "gpus", "gpus_min", "cuda_graphs", "fsdp",
@@ -82,25 +82,46 @@ def _check_conditions(where: str, item: Mapping[str, Any]) -> None:
             raise ConfigError(f"{where}: requires {name}: {requirement!r}; allowed: >=X.Y or <X.Y")
 
 
+def _check_item(where: str, item: Mapping[str, Any]) -> None:
+    if item.get("kind") not in KINDS or not item.get("supports"):
+        raise ConfigError(f"{where}: needs a kind ({', '.join(KINDS)}) and supports")
+    _check_sources(where, item.get("source"))
+    _check_conditions(where, item)
+    addition = item.get("addition")
+    if addition is not None and not (
+        isinstance(addition, dict) and addition.get("reference") and addition.get("reason")
+    ):
+        raise ConfigError(f"{where}: addition needs the reference's value and llmbench's reason")
+
+
 @functools.cache
-def _families() -> dict[str, Any]:
+def _data() -> dict[str, Any]:
     raw = parse_package_yaml((Path(__file__).with_name("parity.yaml")).read_text(), "parity.yaml")
-    families = raw["families"]
-    for workload, documents in families.items():
+    for workload, documents in raw["families"].items():
         for document, entry in documents.items():
             for image in entry.get("images", []):
                 where = f"parity.yaml: {workload}/{document}/images/{image.get('ref')}"
                 _check_sources(where, image.get("source"))
                 _check_conditions(where, image)
             for item in entry["settings"]:
-                where = f"parity.yaml: {workload}/{document}/{item.get('name')}"
-                if item.get("kind") not in KINDS or not item.get("supports"):
-                    raise ConfigError(f"{where}: needs a kind ({', '.join(KINDS)}) and supports")
-                _check_sources(where, item.get("source"))
-                _check_conditions(where, item)
+                _check_item(f"parity.yaml: {workload}/{document}/{item.get('name')}", item)
             for item in entry.get("differences", []):
                 _check_sources(f"parity.yaml: {workload}/{document}/{item['name']}", item["source"])
-    return families
+    for item in raw["additions"]:
+        if not str(item.get("reason", "")).startswith("llmbench's addition"):
+            raise ConfigError(f"parity.yaml: additions/{item.get('name')}: reason must say "
+                              "\"llmbench's addition\" and why")  # fmt: skip
+    return raw
+
+
+def _families() -> dict[str, Any]:
+    return _data()["families"]
+
+
+def additions() -> list[dict[str, Any]]:
+    """What llmbench adds to every reference launch (``parity.yaml`` ``additions``): no
+    reference has it, so no citation; each with its reason."""
+    return list(_data()["additions"])
 
 
 def families() -> dict[str, Any]:
@@ -239,19 +260,21 @@ def resolve_parity(
     launcher: str = "srun",
     image: str = "",
     in_image: bool = True,
+    telemetry: bool = True,
 ) -> dict[str, Any]:
-    """The run's reference settings (kind, name, value, source, and ``requires`` or
-    ``unverified`` where the data has them), the image it runs in against the reference's
-    (``stack``) and the deliberate differences; empty for a workload the catalog has no
-    reference for. ``in_image``: the ranks run in ``image`` (a container or a platform's
-    pod), not in a Python environment of unknown versions."""
+    """The run's reference settings (kind, name, value, source, and ``requires``,
+    ``unverified`` or ``addition`` where the data has them), the image it runs in against
+    the reference's (``stack``) and the deliberate differences, llmbench's additions among
+    them; empty for a workload the catalog has no reference for. ``in_image``: the ranks
+    run in ``image`` (a container or a platform's pod), not in a Python environment of
+    unknown versions; ``telemetry``: the config samples telemetry beside the ranks."""
     entry = _families().get(workload, {}).get(document)
     if entry is None:
         return {}
     run = {
         "size": size, "dtype": dtype, "precision": precision, "gpu_type": gpu_type,
         "nodes": nodes, "gpus_per_node": gpus_per_node, "parallelism": dict(parallelism),
-        "launcher": launcher,
+        "launcher": launcher, "telemetry": telemetry,
     }  # fmt: skip
     stack = _stack(image, reference_image(workload, document, gpu_type), in_image)
     versions = stack["versions"] or None
@@ -263,19 +286,7 @@ def resolve_parity(
     # literal values first.
     for item in sorted(chosen, key=lambda i: isinstance(i["value"], str)):
         picked[(item["kind"], item["name"])] = _value(item["value"], run, picked)
-    settings = []
-    for item in chosen:
-        setting = {
-            "kind": item["kind"],
-            "name": item["name"],
-            "value": picked[(item["kind"], item["name"])],
-            "source": item["source"],
-        }
-        if "requires" in item and versions is None:
-            setting["requires"] = dict(item["requires"])  # decided in the container
-        if "unverified" in item:
-            setting["unverified"] = item["unverified"]
-        settings.append(setting)
+    settings = [_setting(i, picked[(i["kind"], i["name"])], versions) for i in chosen]
     return {
         "family": workload,
         "document": document,
@@ -283,17 +294,57 @@ def resolve_parity(
         "stack": stack,
         "settings": settings,
         "unverified": [s["name"] for s in settings if "unverified" in s],
-        "differences": list(entry.get("differences", [])),
+        "differences": [
+            *({k: v for k, v in d.items() if k != "quote"} for d in entry.get("differences", [])),
+            *_added(settings, run),
+        ],
     }
 
 
+def _setting(item: Mapping[str, Any], value: Any, versions: Any) -> dict[str, Any]:
+    setting = {"kind": item["kind"], "name": item["name"], "value": value, "source": item["source"]}
+    if "requires" in item and versions is None:
+        setting["requires"] = dict(item["requires"])  # decided in the container
+    for key in ("unverified", "addition"):
+        if key in item:
+            setting[key] = item[key]
+    return setting
+
+
+def _added(settings: list[dict[str, Any]], run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's declared differences beyond its document's: each setting whose value is
+    llmbench's own (``addition``), then llmbench's additions to every launch that apply."""
+    out = [
+        {
+            "name": f"{s['kind']} {s['name']}",
+            "reference": s["addition"]["reference"],
+            "llmbench": str(s["value"]),
+            "reason": s["addition"]["reason"],
+            "source": s["source"],
+        }
+        for s in settings
+        if "addition" in s
+    ]
+    for item in additions():
+        when = item.get("when", {})
+        if "launcher" in when and run["launcher"] not in when["launcher"]:
+            continue
+        if "telemetry" in when and run["telemetry"] != when["telemetry"]:
+            continue
+        out.append({**{k: v for k, v in item.items() if k != "when"}, "source": []})
+    return out
+
+
 def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
-    """The vocabulary the model is really built with (embedding and output rows).
+    """The vocabulary the model is really built with (embedding and output rows): the one
+    rule FLOPs and MFU count with (a run's ``model.vocab``, the published rows' checks).
 
     NeMo 2: a ``NullTokenizer(n)`` reports ``n + 1`` tokens (the end-of-document id), and
     the model pads that to a multiple of ``make_vocab_size_divisible_by x TP``
-    (nemo/lightning/base.py ``get_vocab_size``). Elsewhere the model config's own size,
-    padded the same way where the data says the model pads it (Megatron-Bridge).
+    (nemo/lightning/base.py ``get_vocab_size``). Megatron-Bridge: the model config's own
+    size, padded the same way only where the data says the model pads it (``divisible_by``:
+    the spec's release, whose model takes its size from the tokenizer); where the recipe
+    sets the model's size (v26.08), setup turns padding off and the size is built as is.
     """
     tok = parity_settings(parity, "tokenizer")
     spec = tok.get("null_tokenizer") or tok.get("model_vocab")
@@ -302,3 +353,13 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     size = int(spec["vocab_size"]) + (1 if "null_tokenizer" in tok else 0)
     multiple = int(spec.get("divisible_by") or 1) * (tp if spec.get("times_tp") else 1)
     return -(-size // multiple) * multiple
+
+
+def document_vocab(workload: str, document: str, tp: int) -> int | None:
+    """``built_vocab`` of a document's model at ``tp`` (its tokenizer settings hold on
+    every run of it): for numbers that are not a run's, such as a published row's."""
+    entry = _families().get(workload, {}).get(document, {})
+    tokenizer = [s for s in entry.get("settings", []) if s["kind"] == "tokenizer"]
+    if any("when" in s or "unless" in s for s in tokenizer):
+        raise ConfigError(f"parity.yaml: {workload}/{document}: a conditional tokenizer setting")
+    return built_vocab({"settings": tokenizer}, tp)

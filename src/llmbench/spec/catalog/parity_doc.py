@@ -1,7 +1,7 @@
 """The settings part of docs/parity.md, generated from ``parity.yaml`` and ``images.yaml``:
 per workload family and spec document, one table per GPU type the catalog runs it on
 (its reference image, then every setting that applies there, with its citations), then
-the document's deliberate differences.
+the document's deliberate differences; before them, what llmbench adds to every launch.
 
 ``python -m llmbench.spec.catalog.parity_doc docs/parity.md`` rewrites the file from the
 ``MARKER`` line on; a test keeps the committed file equal to the data.
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from llmbench.spec.catalog.load import load_catalog
-from llmbench.spec.catalog.parity import families, image_stacks
+from llmbench.spec.catalog.parity import additions, families, image_stacks
 
 MARKER = "<!-- generated from catalog/parity.yaml and catalog/images.yaml: do not edit below -->"
 
@@ -98,6 +98,10 @@ def _settings_table(entry: Mapping[str, Any], gpu_type: str) -> list[str]:
         supports = _cell(item["supports"])
         if "unverified" in item:
             supports = f"**unverified**: {_cell(item['unverified'])}. {supports}"
+        if "addition" in item:
+            own = item["addition"]
+            supports = (f"{supports}. **llmbench's own value** (reference: "
+                        f"{_cell(own['reference'])}): {_cell(own['reason'])}")  # fmt: skip
         out.append(
             f"| {item['kind']} | `{item['name']}` | `{_cell(_value(item['value']))}` | "
             f"{_cell(_when(item, per_gpu=True))} | {_sources(item['source'])} | {supports} |"
@@ -107,7 +111,14 @@ def _settings_table(entry: Mapping[str, Any], gpu_type: str) -> list[str]:
 
 def parity_markdown() -> str:
     """The generated part of docs/parity.md (after ``MARKER``)."""
-    out: list[str] = []
+    out = ["### llmbench's additions to every launch", ""]
+    out += ["| addition | reference | llmbench | on | why |", "|" + "---|" * 5]
+    out += [
+        f"| {_cell(a['name'])} | {_cell(a['reference'])} | {_cell(a['llmbench'])} | "
+        f"{_cell(_when(a, per_gpu=False))} | {_cell(a['reason'])} |"
+        for a in additions()
+    ]
+    out.append("")
     for workload, documents in families().items():
         for document, entry in documents.items():
             out += [f"### {workload} — {document}", "", f"Reference: {entry['reference']}.", ""]
