@@ -70,16 +70,20 @@ def _with_setting(spec: RunSpec, name: str, value: object) -> RunSpec:
 def _controls(specs: list[RunSpec], folder: Path) -> dict[str, list[str]]:
     """Cases that must come out otherwise: an override the library lacks, a Megatron-FSDP
     row asked to load a checkpoint in the recipe's format (the library refuses it), the
-    checkpoint-save variant of a row without FSDP."""
+    checkpoint-save variant of a row without FSDP and of one with (its own format)."""
     fsdp = next(s for s in specs if s.parallelism.get("fsdp"))
     plain = next(s for s in specs if not s.parallelism.get("fsdp"))
     unknown = _with_setting(plain, UNKNOWN, 1)
     refused = _with_setting(fsdp, "checkpoint.load", str(folder / "ck"))
     save = dataclasses.replace(plain, variant="ckpt-save")
+    fsdp_save = dataclasses.replace(fsdp, variant="ckpt-save")
     return {
         "control-unknown-field": _case("control-unknown-field", unknown, folder),
         "control-fsdp-load": _case("control-fsdp-load", refused, folder),
         "control-save": _case("control-save", save, folder, "--save-checkpoint", str(folder)),
+        "control-fsdp-save": _case(
+            "control-fsdp-save", fsdp_save, folder, "--save-checkpoint", str(folder)
+        ),
     }
 
 
@@ -177,3 +181,6 @@ def test_controls_fail_where_they_must(checked) -> None:
     save = built["control-save"]
     assert save["values"]["checkpoint.save"] == results["control-save"]["argv"][3]
     assert save["validate_error"] is None
+    fsdp_save = built["control-fsdp-save"]
+    assert fsdp_save["values"]["checkpoint.ckpt_format"] == "fsdp_dtensor"
+    assert fsdp_save["validate_error"] is None  # without the format: FSDP_REFUSAL

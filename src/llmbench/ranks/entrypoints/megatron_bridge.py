@@ -133,6 +133,10 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["checkpoint.save_interval"] = options.max_steps
     if options.load_checkpoint:
         out["checkpoint.load"] = options.load_checkpoint
+    if p.get("fsdp") and (options.save_checkpoint or options.load_checkpoint):
+        # Megatron-FSDP saves and loads only its own format; validate() refuses the
+        # recipe's torch_dist (the reference's runs never checkpoint)
+        out["checkpoint.ckpt_format"] = "fsdp_dtensor"
     return out
 
 
