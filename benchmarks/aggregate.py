@@ -105,7 +105,7 @@ def catalog_specs(steps: int) -> list[dict[str, Any]]:
 
 def expected_step_time_s(spec: dict[str, Any], rng: np.random.Generator) -> float:
     """The model's FLOPs per GPU and step at 30-55 % of the datasheet peak."""
-    from llmbench.aggregate.runs_and_steps import model_flops, peak_for
+    from llmbench.aggregate.run_facts import model_flops, peak_for
 
     peak = peak_for(spec, None)
     assert peak is not None

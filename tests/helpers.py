@@ -18,10 +18,9 @@ import pytest
 import yaml
 
 from llmbench.aggregate.reference import builtin_references, compare
+from llmbench.aggregate.run_facts import Peak, peak_for
 from llmbench.aggregate.runs_and_steps import (
     SUMMARY_COLUMNS,
-    Peak,
-    peak_for,
     runs_table_from_frames,
     spec_columns,
     steps_table_from_frame,

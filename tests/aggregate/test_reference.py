@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from llmbench.aggregate.reference import builtin_references, compare, load_references
-from llmbench.aggregate.runs_and_steps import Peak
+from llmbench.aggregate.run_facts import Peak
 from llmbench.files.atomic import write_json_atomic
 from llmbench.spec.catalog import published_results
 from llmbench.spec.config import run_specs, validate_config

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmbench.aggregate.run_facts import Peak
 from llmbench.aggregate.runs_and_steps import (
     RUN_DTYPES,
     STEP_DTYPES,
-    Peak,
     runs_table_from_frames,
     steps_table_from_frame,
 )

@@ -336,11 +336,20 @@ def workflow_verdict(case: Case, folder: Path) -> str | None:
     return None
 
 
+def _blamed(line: str) -> tuple[str, str]:
+    """(the file a line names first, the rest)."""
+    name, _, rest = line.partition(": ")
+    return name, rest
+
+
 @pytest.mark.parametrize("case", REFUSED, ids=lambda c: c.id)
 def test_plan_refuses_with_one_line(case: Case, sandbox: Path, capsys) -> None:
+    """Named: the config, or for a launcher's site value the --site file that chose the
+    launcher (probe 4, R23)."""
     code, out, err = run_cli(case.write(sandbox), capsys)
     assert code == 2 and out == "", (code, err)
-    line = one_error_line(err, *case.needles, prefix="llmbench plan: error: config.yaml: ")
+    line = one_error_line(err, *case.needles, prefix="llmbench plan: error: ")
+    assert _blamed(line.removeprefix("llmbench plan: error: "))[0] in ("config.yaml", "site.yaml")
     assert PASSWORD not in line
     assert_untouched(sandbox)
 
@@ -354,8 +363,14 @@ def test_plan_and_workflow_agree(case: Case, sandbox: Path, capsys, monkeypatch)
     if case.accepted:
         assert workflow is None and code == 0, (workflow, err)
         assert "runs, up to" in out
-    else:
-        assert code == 2 and err.strip() == f"llmbench plan: error: {workflow}"
+    else:  # the workflow has the site values, not their file: it names the config
+        assert code == 2 and workflow is not None
+        plan_file, plan_rest = _blamed(err.strip().removeprefix("llmbench plan: error: "))
+        assert _blamed(workflow) == ("config.yaml", plan_rest), (workflow, err)
+        assert plan_file == "config.yaml" or (plan_file, "launcher" in case.site) == (
+            "site.yaml",
+            True,
+        ), err
     assert_untouched(sandbox)
 
 

@@ -109,12 +109,14 @@ def _render(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_bad_run_id_is_one_line_naming_how_to_list_them(tmp_path: Path) -> None:
+    """Neither in the config nor a catalog row (no 48-GPU row): both are said."""
     config = _config(tmp_path / "c.yaml", [NEMO_8B])
-    proc = _render("llama3.1-nemo_8b_bf16_h100x16_perf", "--config", str(config))
+    proc = _render("llama3.1-nemo_8b_bf16_h100x48_perf", "--config", str(config))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr
-    assert "llama3.1-nemo_8b_bf16_h100x16_perf" in proc.stderr
+    assert "llama3.1-nemo_8b_bf16_h100x48_perf" in proc.stderr
     assert f"llmbench plan --config {config}" in proc.stderr
+    assert "nor a catalog run id: gpus=48 is not a scale" in proc.stderr
 
 
 def test_nothing_in_a_used_folder_is_overwritten(tmp_path: Path) -> None:

@@ -44,11 +44,17 @@ def test_a_hung_tool_is_stopped_with_what_it_started(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     script = f"sleep 987654 & echo $! > {pids}; echo $$ >> {pids}; echo started; wait"
     started = time.monotonic()
-    run = run_tool(bash(script), 2)
+    run = run_tool(bash(script), 5)
     assert time.monotonic() - started < 30
     assert run.ending == "timeout" and run.text == "started\n"
-    assert run.problem is not None and run.problem.endswith("timed out after 2 s (stopped)")
-    assert not [p for p in map(int, pids.read_text().split()) if alive(p)]
+    assert run.problem is not None and run.problem.endswith("timed out after 5 s (stopped)")
+    # the kill is sent at once; on a loaded machine a process goes when it is next scheduled
+    for _ in range(50):
+        left = [p for p in map(int, pids.read_text().split()) if alive(p)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left
 
 
 def test_a_tool_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:

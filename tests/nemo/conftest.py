@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nemo.venvs import REPO, mbridge_overlay
+from tests.nemo.mbridge_stand_ins import write_hf_cache
+from tests.nemo.venvs import REPO, mbridge_05_overlay, mbridge_overlay
 from tests.nemo.venvs import nemo_python as build_nemo_python
 
 
@@ -33,4 +34,25 @@ def mbridge_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     python = build_nemo_python(tmp_path_factory.mktemp("venv"))
     folder = mbridge_overlay(python)
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{REPO / 'src'}"}
+    return python, env
+
+
+@pytest.fixture(scope="session")
+def mbridge_05_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """(interpreter, environment) that import Megatron-Bridge 0.5.1 and Megatron-Core 0.18.0
+    (envs/venv-mbridge-0.5.txt) before the NeMo venv's packages, and this checkout's
+    llmbench; the Hugging Face configs the recipes read come from a local cache, offline
+    (tests/nemo/mbridge_stand_ins.py)."""
+    if not _wanted("LLMBENCH_MBRIDGE", "LLMBENCH_NEMO"):
+        pytest.skip("real Megatron-Bridge check: set LLMBENCH_MBRIDGE=1 (uses the NeMo venv)")
+    python = build_nemo_python(tmp_path_factory.mktemp("venv"))
+    folder = mbridge_05_overlay(python)
+    hf_home = tmp_path_factory.mktemp("hf-home")
+    write_hf_cache(hf_home)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{folder}{os.pathsep}{REPO / 'src'}",
+        "HF_HOME": str(hf_home),
+        "HF_HUB_OFFLINE": "1",
+    }
     return python, env

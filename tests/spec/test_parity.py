@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from llmbench.aggregate.runs_and_steps import model_flops
+from llmbench.aggregate.run_facts import model_flops
 from llmbench.errors import LaunchError
 from llmbench.launch.launchers import render_launch_script
 from llmbench.launch.slurm import slurm_extra, slurm_resources

@@ -22,9 +22,9 @@ from llmbench.aggregate.arrow_memory import table_building_pool
 from llmbench.aggregate.explain_inputs import explain_runs
 from llmbench.aggregate.reference import compare, references_for
 from llmbench.aggregate.result_file import result_document, validate
+from llmbench.aggregate.run_facts import peak_for
 from llmbench.aggregate.runs_and_steps import (
     attempt_nodelist,
-    peak_for,
     runs_table_from_frames,
     site_fabric,
     spec_columns,

@@ -9,12 +9,10 @@ implementation, fit for 100,000 runs): ``spec_columns`` gives the runs' facts,
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +20,15 @@ import numpy as np
 import pandas as pd
 
 from llmbench.aggregate.reference import COMPARE_DTYPES
+from llmbench.aggregate.run_facts import (
+    Peak,
+    bf16_peak_tflops,
+    model_flops,
+    run_model,
+    run_precision,
+)
 from llmbench.job.outcome import run_outcome
-from llmbench.spec import flops as flops_mod
 from llmbench.spec import metrics
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.catalog.records import precision_of
 from llmbench.spec.launchers import cluster_type
 from llmbench.spec.runspec import DEFAULT_RELEASE
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
@@ -149,84 +151,6 @@ STEP_DTYPES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Peak:
-    """Peak dense FLOP/s of one device for one dtype, and where the number came from."""
-
-    flops_per_s: float
-    source: str
-
-
-def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Peak | None:
-    """Peak FLOP/s per device: measured once per machine for the CPU (the calibration
-    rule's output), from the catalog's datasheet table for GPUs."""
-    if spec["gpu_type"] == "local-cuda":  # which GPU is known on the node only
-        return None
-    if spec["gpu_type"] == "cpu":
-        if cpu_peak is None:
-            return None
-        flops = cpu_peak["peak_flops_per_device"][spec["dtype"]]
-        return Peak(flops, f"measured: {cpu_peak['method']}, {cpu_peak['threads']} thread(s)")
-    return _datasheet_peak(spec["gpu_type"], spec["dtype"])
-
-
-@functools.cache
-def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
-    # once per GPU type and dtype, not once per run
-    flops = load_catalog().gpu(gpu_type).peak_flops(dtype)
-    return Peak(flops, f"datasheet: {gpu_type} dense {dtype}")
-
-
-def _bf16_peak_tflops(gpu_type: str) -> float:
-    """The datasheet BF16 peak of a catalog GPU type; NaN for the CPU and ``local-cuda``."""
-    if gpu_type in ("cpu", "local-cuda"):
-        return math.nan
-    return _datasheet_peak(gpu_type, "bf16").flops_per_s / metrics.FLOPS_PER_TFLOPS
-
-
-def run_precision(spec: Mapping[str, Any]) -> str:
-    """The run's precision recipe: a later release's run records it; a spec run's follows
-    from its dtype and document (the embedded workload's is its dtype)."""
-    if spec.get("precision"):
-        return str(spec["precision"])
-    document = (spec.get("model") or {}).get("source")
-    if not document:
-        return str(spec["dtype"])
-    return precision_of(spec["dtype"], load_catalog().document(document).fp8_recipe)
-
-
-@functools.cache
-def run_model(workload: str, size: str) -> str:
-    """The catalog's model id of a workload's size (``llama3.1-70b``); for the embedded
-    workload its own name."""
-    catalog = load_catalog()
-    if workload not in catalog.workloads(release=None):
-        return f"{workload}-{size}"
-    return catalog.workload(workload).sizes[size]
-
-
-_SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
-
-
-def model_flops(model: Mapping[str, Any]) -> float:
-    """Model FLOPs per sample for a run spec's ``model`` mapping."""
-    shape = tuple(model[k] for k in _SHAPE_FIELDS)
-    extras = tuple(sorted((model.get("extras") or {}).items()))
-    return _model_flops(model.get("flops_formula", "llama"), shape, extras)
-
-
-@functools.lru_cache(maxsize=4096)
-def _model_flops(
-    formula: str, shape: tuple[int, ...], extras: tuple[tuple[str, int], ...]
-) -> float:
-    # Cached: the exact (Fraction) arithmetic costs ~40 us, and a sweep repeats few models.
-    return flops_mod.model_flops_per_sample(
-        formula,
-        flops_mod.ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True))),
-        flops_mod.ModelExtras.from_dict(dict(extras)),
-    )
-
-
 # --- the runs table: one row of per-run facts and one log summary per run, column-wise ---
 
 SUMMARY_COLUMNS = (
@@ -282,7 +206,7 @@ def spec_columns(
         peak.flops_per_s / metrics.FLOPS_PER_TFLOPS if peak else math.nan for peak in peaks
     ]
     cols["peak_source"] = [peak.source if peak else "" for peak in peaks]
-    cols["bf16_peak_tflops_per_gpu"] = [_bf16_peak_tflops(spec["gpu_type"]) for spec in specs]
+    cols["bf16_peak_tflops_per_gpu"] = [bf16_peak_tflops(spec["gpu_type"]) for spec in specs]
     cols["started_at"] = [rec["started_at"] for rec in records]
     cols["finished_at"] = [rec["finished_at"] for rec in records]
     cols["host"] = [prov.get("host") for prov in provs]

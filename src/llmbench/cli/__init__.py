@@ -34,7 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; usage and llmbench errors exit 2 with a one-line message."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named with the subcommand whose options they are not
+        parser.exit(
+            2,
+            f"llmbench {args.command}: error: unrecognized arguments: "
+            f"{one_line(' '.join(unknown))} (see llmbench {args.command} --help)\n",
+        )
     try:
         return int(args.func(args))
     except LlmbenchError as err:

@@ -91,7 +91,10 @@ class RunaiSite:
         site = cls(**values)
         for key in ("base_url", "app_id", "project"):
             if not getattr(site, key):
-                raise LaunchError(f"runai.{key} is not set; set it in profiles/runai")
+                raise LaunchError(
+                    f"runai.{key} is not set; allowed: a value in the site file's runai: "
+                    "block (profiles/runai/site.yaml shows each)"
+                )
         if not site.base_url.startswith(("https://", "http://")):
             raise LaunchError(f"runai.base_url={site.base_url!r}; allowed: https://<host>/api/v1")
         return site

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from llmbench.launch.launchers import check_platforms, missing_before_start
 from llmbench.spec.catalog.published import reference_results
@@ -45,11 +46,21 @@ def _warn(line: str) -> None:
 def checked_specs(config: str, sites: list[str]) -> list[RunSpec]:
     """The runs of ``config`` with the site files merged over it, checked as the workflow
     checks them (schema, catalog, platforms' site values) before anything is submitted."""
+    return specs_of(read_yaml_file(config), str(config), sites)
+
+
+def specs_of(experiment: Any, source: str, sites: list[str]) -> list[RunSpec]:
+    """``checked_specs`` of an experiment read already (``source`` names it). A platform's
+    missing or bad site value is blamed on the site file that chose the launcher."""
     site: dict = {}
+    launcher_from = source
     for path in sites:
-        site = merge_config(site, read_yaml_file(path) or {})
-    specs = check_experiment(read_yaml_file(config), site, str(config), warn=_warn)[1]
-    check_platforms(specs, source=str(config))
+        values = read_yaml_file(path) or {}
+        if isinstance(values, dict) and "launcher" in values:
+            launcher_from = str(path)
+        site = merge_config(site, values)
+    specs = check_experiment(experiment, site, source, warn=_warn)[1]
+    check_platforms(specs, source=launcher_from)
     return specs
 
 

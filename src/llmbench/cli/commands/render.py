@@ -1,10 +1,11 @@
-"""``llmbench render RUN_ID``: the files one run of a config would get, written to a
-folder without submitting or running anything: ``run_spec.json`` (with the parity block:
-the reference's settings, image and sources), ``launch.sh``, the platform's manifest or
-payload, and ``entry_config.json``, what the run's entry point builds from the spec (the
-recipe, its arguments and overrides). The same code writes them as a real attempt
+"""``llmbench render RUN_ID``: the files one run would get, written to a folder without
+submitting or running anything: ``run_spec.json`` (with the parity block: the reference's
+settings, image and sources), ``launch.sh``, the platform's manifest or payload, and
+``entry_config.json``, what the run's entry point builds from the spec (the recipe, its
+arguments and overrides). The same code writes them as a real attempt
 (``llmbench.job.runner.write_launch_files``), so a launch can be reviewed before GPU-hours are
-spent, and parity audited."""
+spent, and parity audited. RUN_ID is a run of the config, or any catalog row's run id: its
+sweep entry is read from the id, with the config's other values (steps, window ...)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from llmbench.cli.commands.plan import add_config_arguments, checked_specs
+from llmbench.cli.commands.plan import add_config_arguments, checked_specs, specs_of
 from llmbench.errors import ConfigError
+from llmbench.files.new_folder import write_new_folder
 from llmbench.job.runner import write_launch_files
 from llmbench.launch.entry import entry_module
 from llmbench.launch.variants import variant_parts
 from llmbench.ranks.entrypoints.common import launch_options
+from llmbench.spec.run_ids import RunIdError, sweep_entry_for
 from llmbench.spec.runspec import RunSpec
+from llmbench.spec.yamlfile import read_yaml_file
 
 ENTRY_CONFIG_FILE = "entry_config.json"
 DEFAULT_FOLDER = "results/render"
@@ -33,8 +37,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "point config) without submitting anything",
         description=__doc__,
     )
-    parser.add_argument("run_id", metavar="RUN_ID", help="a run id that `llmbench plan` lists")
+    parser.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        nargs="?",
+        help="a run id that `llmbench plan` lists, or any catalog row's "
+        "(WORKLOAD_SIZE_DTYPE_GPUTYPExGPUS[-strong][-RELEASE]_VARIANT)",
+    )
     add_config_arguments(parser)
+    parser.set_defaults(config=None)  # a catalog run id needs none: config.yaml if present
+    parser.add_argument(
+        "--release",
+        help="release of a catalog run id that names none (the id's own release otherwise)",
+    )
     parser.add_argument(
         "-o",
         "--out",
@@ -66,25 +81,56 @@ def render_run(spec: RunSpec, folder: Path) -> list[str]:
     return names
 
 
-def _folder(path: Path) -> Path:
-    """``path``, created; refused when it holds anything (nothing a user ran is
-    overwritten)."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(f"-o {path}: not an empty folder; allowed: a new or empty folder")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def find_spec(args: argparse.Namespace) -> RunSpec:
+    """The run of the config named ``args.run_id``, else the catalog run that id names,
+    with the config's other values (no config: the defaults), checked as ``plan`` checks."""
+    config = args.config or ("config.yaml" if Path("config.yaml").is_file() else None)
+    if config is not None:
+        for spec in checked_specs(config, args.site):
+            if spec.run_id == args.run_id:
+                return spec
+    try:
+        entry = sweep_entry_for(args.run_id, args.release)
+    except RunIdError as err:
+        if config is None:
+            raise
+        sites = "".join(f" --site {s}" for s in args.site)
+        raise ConfigError(
+            f"run {err.shown} is not in {config} (`llmbench plan --config {config}{sites}` "
+            f"lists its runs), nor a catalog run id: {err.reason}"
+        ) from None
+    experiment = read_yaml_file(config) if config else {}
+    if not isinstance(experiment, dict):
+        experiment = {}  # checked_specs has refused a config that is not a mapping
+    source = f"{config or 'defaults'} with run {args.run_id}"
+    specs = specs_of({**experiment, "sweeps": [entry]}, source, args.site)
+    return specs[0]
+
+
+def stack_note(spec: RunSpec) -> str | None:
+    """A line when the run would not run in the reference's image: the site sets no
+    container, so its ranks run in a Python environment (docs/parity.md)."""
+    stack = (spec.parity or {}).get("stack") or {}
+    if spec.container != "none" or not stack.get("reference_image"):
+        return None
+    return (
+        f"note: the site sets no container (container: none): the ranks would run in a "
+        f"Python environment, not in the reference's image {stack['reference_image']}; "
+        "`container: enroot` in the site renders the reference's launch"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    by_id = {spec.run_id: spec for spec in checked_specs(args.config, args.site)}
-    if args.run_id not in by_id:
-        sites = "".join(f" --site {s}" for s in args.site)
+    if args.run_id is None:
         raise ConfigError(
-            f"run {args.run_id!r} is not in {args.config}; allowed: a run id that "
-            f"`llmbench plan --config {args.config}{sites}` lists"
+            "RUN_ID is missing; allowed: a run id that `llmbench plan` lists, or a catalog "
+            "row's (WORKLOAD_SIZE_DTYPE_GPUTYPExGPUS[-strong][-RELEASE]_VARIANT)"
         )
-    spec = by_id[args.run_id]
-    folder = _folder(Path(args.out or f"{DEFAULT_FOLDER}/{spec.run_id}"))
-    names = render_run(spec, folder)
+    spec = find_spec(args)
+    out = f"{DEFAULT_FOLDER}/{spec.run_id}" if args.out is None else args.out
+    folder, names = write_new_folder(out, lambda tmp: render_run(spec, tmp))
     print(f"{folder}: {', '.join(names)} (nothing submitted)")
+    note = stack_note(spec)
+    if note:
+        print(note)
     return 0

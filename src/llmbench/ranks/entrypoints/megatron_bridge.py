@@ -37,6 +37,13 @@ SPECIAL = {
 }  # fmt: skip
 """Parity recipe settings the entry point builds itself; every other one is a dotted path."""
 RECIPES_PACKAGE = "megatron.bridge.recipes.llama"
+MODEL_SHAPE = (
+    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
+    "kv_channels", "num_moe_experts", "moe_router_topk", "moe_ffn_hidden_size",
+    "moe_shared_expert_intermediate_size", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
+    "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim", "mtp_num_layers",
+)  # fmt: skip
+"""The built model's fields that decide its FLOPs (``--check-only`` reports them)."""
 
 
 def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
@@ -126,6 +133,10 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["checkpoint.save_interval"] = options.max_steps
     if options.load_checkpoint:
         out["checkpoint.load"] = options.load_checkpoint
+    if p.get("fsdp") and (options.save_checkpoint or options.load_checkpoint):
+        # Megatron-FSDP saves and loads only its own format; validate() refuses the
+        # recipe's torch_dist (the reference's runs never checkpoint)
+        out["checkpoint.ckpt_format"] = "fsdp_dtensor"
     return out
 
 
@@ -193,6 +204,8 @@ def _plain(value: Any) -> Any:
     else (a dtype, an enum, a config object) by its class name and text."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
     if dataclasses.is_dataclass(value):
         return type(value).__name__
     return str(value)
@@ -208,10 +221,13 @@ def _get_path(root: Any, dotted: str) -> Any:
 def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragma: no cover
     """What ``build_config`` built, read back from the library's objects: every override's
     final value, the precision and userbuffers objects, the vocabulary the model is padded
-    to; then the library's own ``validate()`` (parallel sizes, FSDP and checkpoint rules)
-    with the run's world size, as far as a CPU allows (its error, if any, is returned)."""
+    to; then the library's own checks with the run's world size, as far as a CPU allows
+    (its error, if any, is returned): ``runtime_config_update``, what ``pretrain`` runs
+    first (the precision and communication-overlap configs applied to the model, then
+    ``validate()``: parallel sizes, FSDP, checkpoint and precision rules)."""
     # heavy optional dependency (in the training image or venv): imported only here
     from megatron.bridge.training import comm_overlap
+    from megatron.bridge.training.config import runtime_config_update
     from megatron.bridge.utils.vocab_utils import calculate_padded_vocab_size
 
     spec = options.spec
@@ -240,6 +256,7 @@ def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragm
         )
         if padded
         else vocab,
+        "model_shape": {name: _plain(getattr(model, name, None)) for name in MODEL_SHAPE},
         "validate_error": None,
     }
     os.environ["WORLD_SIZE"] = str(spec.gpus)  # the data-parallel size validate() derives
@@ -247,7 +264,7 @@ def check_config(config: Any, options: EntryOptions) -> dict[str, Any]:  # pragm
         for name in common.CPU_ONLY_FUSIONS_OFF:
             setattr(config.model, name, False)
     try:
-        config.validate()
+        runtime_config_update(config)
     except Exception as exc:  # the verdict is the result: reported, not raised
         out["validate_error"] = f"{type(exc).__name__}: {exc}"[:500]
     return out
