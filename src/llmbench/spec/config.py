@@ -34,6 +34,12 @@ from llmbench.spec.runspec import (
     ProfileSettings,
     RunSpec,
 )
+from llmbench.spec.site_file import (  # noqa: F401  (importers of config)
+    SITE_KEYS,
+    merge_config,
+    site_keys_in,
+    site_keys_warning,
+)
 from llmbench.spec.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.spec.value_checks import (
     check_credentials,
@@ -46,28 +52,7 @@ from llmbench.spec.yamlfile import read_yaml_file
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
 # a few times oversubscribed still trains (slowly); more is a typo, not a benchmark.
 LOCAL_RANKS_PER_CORE = 8
-_ABSENT = object()
 REFERENCE_SUFFIXES = (".parquet", ".csv", ".yaml", ".yml")
-# Where to run, not what to measure: these come from the profile (its `configfile:`, e.g.
-# profiles/slurm/site.yaml), so one experiment config runs unchanged on two clusters.
-# In the experiment file itself they still work for this release, with a warning.
-SITE_KEYS = (
-    "launcher",
-    "container",
-    "stage_path",
-    "registry",
-    "master_addr",
-    "fabric",
-    "slurm",
-    "kubernetes",
-    "runai",
-    "setup.run_on",
-    "setup.partition",
-    "preflight.nodes",
-    "preflight.partition",
-    "history.path",
-    "history.cluster",
-)
 
 
 def _is_integer(_checker: Any, value: Any) -> bool:
@@ -237,42 +222,6 @@ def check_experiment(
     if moved and warn is not None:  # after the check: a refused config gets one line only
         warn(moved)
     return checked
-
-
-def site_keys_in(raw: Any) -> list[str]:
-    """The ``SITE_KEYS`` that ``raw`` (a config mapping as read) sets, dotted."""
-    found = []
-    for key in SITE_KEYS:
-        node = raw
-        for part in key.split("."):
-            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
-        if node is not _ABSENT:
-            found.append(key)
-    return found
-
-
-def site_keys_warning(raw: Any, source: str) -> str | None:
-    """One line when the experiment config ``raw`` sets site keys (docs/profiles.md)."""
-    keys = site_keys_in(raw)
-    if not keys:
-        return None
-    return (
-        f"{source}: {', '.join(keys)}: where to run belongs in the profile's site file "
-        "(`configfile:` in profiles/<name>/config.yaml, e.g. profiles/slurm/site.yaml; "
-        "docs/profiles.md), not in the experiment config; read from here for this release only"
-    )
-
-
-def merge_config(base: Any, overrides: Mapping[str, Any]) -> Any:
-    """``base`` with ``overrides`` merged in, mappings key by key (Snakemake's rule)."""
-    if not isinstance(base, Mapping):
-        return copy.deepcopy(dict(overrides)) if overrides else base
-    merged = copy.deepcopy(dict(base))
-    for key, value in overrides.items():
-        old = merged.get(key)
-        both = isinstance(old, Mapping) and isinstance(value, Mapping)
-        merged[key] = merge_config(old, value) if both else copy.deepcopy(value)
-    return merged
 
 
 def default_base_dirs() -> list[Path]:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from typing import Any
 
 from llmbench.launch.launchers import check_platforms, missing_before_start
 from llmbench.spec.catalog.published import reference_results
-from llmbench.spec.config import check_experiment, merge_config
+from llmbench.spec.config import check_experiment, default_base_dirs
 from llmbench.spec.plan import plan_summary, plan_table, reference_step_times
 from llmbench.spec.runspec import RunSpec
+from llmbench.spec.site_file import read_site_files
+from llmbench.spec.site_fit import site_refusal
 from llmbench.spec.yamlfile import read_yaml_file
 
 
@@ -33,8 +37,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a profile's site file merged over the config, as the profile's `configfile:` "
-        "is (e.g. profiles/slurm/site.yaml); repeatable",
+        help="a profile's site file merged over the config, as the profile merges it (e.g. "
+        "profiles/slurm/site.yaml); repeatable",
     )
 
 
@@ -42,19 +46,29 @@ def _warn(line: str) -> None:
     print(f"llmbench: warning: {line}", file=sys.stderr)
 
 
-def checked_specs(config: str, sites: list[str]) -> list[RunSpec]:
-    """The runs of ``config`` with the site files merged over it, checked as the workflow
-    checks them (schema, catalog, platforms' site values) before anything is submitted."""
-    site: dict = {}
-    for path in sites:
-        site = merge_config(site, read_yaml_file(path) or {})
-    specs = check_experiment(read_yaml_file(config), site, str(config), warn=_warn)[1]
+def checked_sweep(config: str, sites: list[str]) -> tuple[dict[str, Any], list[RunSpec]]:
+    """The config of ``config`` with the site files merged over it, and its runs, checked
+    as the workflow checks them (schema, catalog, platforms' site values) before anything
+    is submitted."""
+    site = read_site_files(sites)
+    checked, specs = check_experiment(read_yaml_file(config), site, str(config), warn=_warn)
     check_platforms(specs, source=str(config))
-    return specs
+    return checked, specs
+
+
+def checked_specs(config: str, sites: list[str]) -> list[RunSpec]:
+    """The runs of ``checked_sweep``."""
+    return checked_sweep(config, sites)[1]
 
 
 def run(args: argparse.Namespace) -> int:
-    specs = checked_specs(args.config, args.site)
+    config, specs = checked_sweep(args.config, args.site)
+    # What the workflow refuses on this site is a warning here: a plan is often made
+    # before the site is chosen (no --site: launcher local).
+    refused = site_refusal(specs, config, default_base_dirs(), os.environ)
+    if refused:
+        where = ", ".join(args.site) or "no --site: launcher local"
+        _warn(f"the workflow refuses this sweep on this site ({where}): {refused}")
     secret = missing_before_start(specs)
     if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
         _warn(secret)
