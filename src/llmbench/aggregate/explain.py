@@ -37,6 +37,7 @@ from llmbench.job.run_record import read_record, read_run_transport
 from llmbench.launch.slurm import expand_nodelist
 from llmbench.spec.catalog import published_results
 from llmbench.telemetry.energy import THROTTLE_FRACTION
+from llmbench.text import counted, effect_words
 
 EXPLAINED_VERDICTS = ("slower", "no_reference", "not_comparable", None)
 """Verdicts whose runs get an explanation in the report (None: no verdict at all)."""
@@ -120,7 +121,7 @@ class Explanation:
     def summary(self) -> str:
         if not self.items:
             return "no known cause found"
-        return f"{len(self.items)} known cause(s); first: {self.items[0].title}"
+        return f"{counted(len(self.items), 'known cause')}; first: {self.items[0].title}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -304,7 +305,7 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                         "step time varies across the window",
                         f"std / mean {spread:.1%}; {len(slow)} of {len(window)} steps above 1.5x "
                         f"the median {median:.4g} s",
-                        (0.0, excess) if excess > 0 else None,
+                        (0.0, max(excess, 0.0)),  # a figure, 0 where they add none
                         "what the slow steps add to the mean: (mean - median) / mean",
                         (facts.path("steps.parquet"),),
                     )
@@ -499,8 +500,7 @@ def as_text(explanation: Explanation) -> str:
     for n, item in enumerate(e.items, start=1):
         effect = ""
         if item.effect_pct is not None:
-            low, high = item.effect_pct
-            effect = f" [could explain {low:g}-{high:g} % of the step time]"
+            effect = f" [{effect_words(*item.effect_pct)}]"
         lines.append(f"{n}. {item.kind}: {item.title}{effect}")
         lines.append(f"   {item.detail}")
         if item.effect_source:
