@@ -27,6 +27,7 @@ from llmbench.spec.images import parse_image
 from llmbench.spec.launchers import launcher_traits
 from llmbench.spec.limits import RunLimits, resolve_limits
 from llmbench.spec.profiling import default_profile, parse_ranks
+from llmbench.spec.release_notes import release_notes
 from llmbench.spec.runspec import (
     DEFAULT_RELEASE,
     ModelFields,
@@ -99,8 +100,11 @@ def _schema_error_line(err: jsonschema.ValidationError) -> str:
     value = err.instance
     if err.validator == "type" and isinstance(value, float) and not math.isfinite(value):
         return f"{where}: {value} is not a finite number; allowed: {_allowed_type(err)}"
-    if err.validator == "type" and isinstance(value, float) and "number" not in _types(err):
+    types = _types(err) if err.validator == "type" else []
+    if isinstance(value, float) and "integer" in types and "number" not in types:
         return f"{where}: {value!r} is not a whole number; allowed: {_allowed_type(err)}"
+    if types == ["string"] and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'{where}: {value!r} is a number, not text; allowed: a string (quoted: "{value}")'
     if err.validator == "enum":
         allowed = ", ".join(map(str, err.validator_value))
         return f"{where}: {err.instance!r} is not allowed; allowed: {allowed}"
@@ -216,11 +220,15 @@ def check_experiment(
     warn: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[RunSpec]]:
     """``check_config`` of an experiment with the site values merged over it; site keys
-    in the experiment itself go to ``warn`` (``workflow_config`` and ``llmbench plan``)."""
+    in the experiment itself and what runs across releases will get (``release_notes``)
+    go to ``warn`` (``workflow_config`` and ``llmbench plan``)."""
     checked = check_config(merge_config(experiment, site), source, base_dirs)
     moved = site_keys_warning(experiment, source)
-    if moved and warn is not None:  # after the check: a refused config gets one line only
-        warn(moved)
+    if warn is not None:  # after the check: a refused config gets one line only
+        for line in [moved] if moved else []:
+            warn(line)
+        for line in release_notes(checked[1]):
+            warn(f"{source}: {line}")
     return checked
 
 
@@ -310,6 +318,11 @@ def _check_images(config: Mapping[str, Any], source: str) -> None:
 def _expand(config: Mapping[str, Any], source: str) -> Iterator[tuple[int, RunSpec]]:
     for index, sweep in enumerate(config["sweeps"]):
         where = f"{source}: sweeps[{index}]"
+        if "release" in sweep:  # " V26.08" is v26.08: the catalog's one rule
+            try:
+                sweep["release"] = load_catalog().release_name(sweep["release"])
+            except ConfigError as err:
+                raise ConfigError(f"{where}.{err}") from None
         for size in sweep["sizes"]:
             for dtype in sweep["dtypes"]:
                 for gpus in sweep["scales"]:
