@@ -11,11 +11,12 @@ from typing import Any
 from llmbench.launch.launchers import check_platforms, missing_before_start
 from llmbench.spec.catalog.published import reference_results
 from llmbench.spec.config import check_experiment, default_base_dirs
-from llmbench.spec.plan import plan_summary, plan_table, reference_step_times
+from llmbench.spec.plan import plan_summary, plan_table, published_steps
 from llmbench.spec.runspec import RunSpec
 from llmbench.spec.site_file import read_site_files
 from llmbench.spec.site_fit import site_refusal
 from llmbench.spec.yamlfile import read_yaml_file
+from llmbench.text import counted
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     secret = missing_before_start(specs)
     if secret:  # the sweep refuses to start without it; a plan may be made elsewhere
         _warn(secret)
-    plan = plan_table(specs, reference_step_times(reference_results()))
+    plan = plan_table(specs, published_steps(reference_results()))
     summary = plan_summary(plan)
     if args.format == "json":
         records = json.loads(plan.to_json(orient="records"))
@@ -82,10 +83,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(plan.to_csv(index=False))
     else:
         print(plan.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}"))
-        print(
-            f"\n{summary['runs']} runs, up to {summary['max_nodes']} nodes, "
-            f"{summary['est_gpu_hours']:,.1f} GPU-hours estimated "
-            f"({summary['runs_without_estimate']} runs without a published step time); "
-            f"images to import: {', '.join(summary['images']) or 'none'}"
-        )
+        print(f"\n{summary_line(summary)}")
     return 0
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """The plan's last line: runs, nodes, the suite's GPU-hours and where they come from,
+    images to import."""
+    how = [
+        f"{summary['runs_published']:,} at a published step time",
+        f"{summary['runs_estimated']:,} estimated from another scale, GBS, dtype or GPU type",
+    ]
+    if summary["runs_without_estimate"]:
+        how.append(f"{summary['runs_without_estimate']:,} without an estimate")
+    images = ", ".join(summary["images"]) or "none"
+    return (
+        f"{counted(summary['runs'], 'run')}, up to {counted(summary['max_nodes'], 'node')}: "
+        f"{summary['est_gpu_hours']:,.1f} GPU-hours in all ({'; '.join(how)}; "
+        "docs/metrics.md); images to import: " + images
+    )
