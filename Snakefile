@@ -21,3 +21,6 @@ rule all:
     default_target: True
     input:
         SWEEP.all_outputs(),
+        # Each run's record too: Snakemake redoes a missing file only for a target or for
+        # a job that runs anyway, so a deleted run folder is redone (docs/failures.md).
+        SWEEP.run_records,

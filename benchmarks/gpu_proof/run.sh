@@ -35,9 +35,17 @@ if [[ -e "$1" && ! -d "$1" ]] || [[ -d "$1" && -n "$(ls -A "$1")" ]]; then
   echo "run.sh: error: OUTDIR $1 is not an empty folder; allowed: a new or empty folder" >&2
   exit 2
 fi
-mkdir -p "$1/logs" "$1/steps" || exit 2
+# One line, not mkdir's, where OUTDIR cannot be made (a read-only file system, a file on
+# its path): the reason is what the system said after the last ": ".
+if ! made="$(mkdir -p "$1/logs" "$1/steps" 2>&1)"; then
+  echo "run.sh: error: OUTDIR $1 cannot be written (${made##*: }); allowed: a new or empty folder this user can write" >&2
+  exit 2
+fi
 OUT="$(cd "$1" && pwd)"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/llmbench-gpu-proof.XXXXXX")" && mkdir "$WORK/tmp" || exit 2
+if ! WORK="$(mktemp -d "${TMPDIR:-/tmp}/llmbench-gpu-proof.XXXXXX" 2>&1)" || ! made="$(mkdir "$WORK/tmp" 2>&1)"; then
+  echo "run.sh: error: no temporary folder under ${TMPDIR:-/tmp} (${WORK##*: }${made:+, ${made##*: }}); allowed: TMPDIR a folder this user can write" >&2
+  exit 2
+fi
 trap 'rm -rf "$WORK"' EXIT
 # What this script prints is kept too (run.log), the summary last.
 exec > >(tee "$OUT/run.log") 2>&1

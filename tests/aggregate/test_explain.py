@@ -133,7 +133,7 @@ def test_parity_difference_and_throttled_clocks_are_both_listed_ranked(
     launch = [i for i in got["items"] if i["kind"] == "launch"]
     assert "deliberate difference: srun --mpi=pmix" in [i["title"] for i in launch]
     assert kinds.index("launch") > kinds.index("telemetry")
-    assert got["summary"].startswith(f"{len(kinds)} known cause(s)")
+    assert got["summary"].startswith(f"{len(kinds)} known causes; first: ")
     result = json.loads((results / "result.json").read_text())
     validate(result, "result")
     assert result["runs"][0]["explanation"]["items"][0]["kind"] == "telemetry"

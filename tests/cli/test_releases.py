@@ -19,7 +19,7 @@ from tests.helpers import REPO, snakemake
 
 CATALOG = load_catalog()
 RELEASE_ROWS = CATALOG.rows(release="v26.08")
-SITE = {"launcher": "srun", "container": "enroot"}
+SITE = {"launcher": "srun", "container": "enroot", "hf_home": "/shared/hf"}
 
 
 def test_every_release_row_renders(tmp_path: Path) -> None:

@@ -205,3 +205,28 @@ def test_keys_without_a_published_step_time_are_named(tmp_path: Path, capsys) ->
     assert len(data["unpublished"]) == 6
     assert main(args) == 0
     assert "no published step time for: llama3.1-nemo 8b bf16 h100 24" in capsys.readouterr().out
+
+
+def test_results_folders_compare_without_a_history(history, tmp_path: Path, capsys) -> None:
+    """Issue 44: a results folder is a side; with two, no history is needed, and a folder
+    and a history's sweep compare too. Nothing is written into the history."""
+    path, records = history
+    root = path.parent
+    before = sorted(p.relative_to(path) for p in path.rglob("*"))
+    rc = main(["compare", str(root / "results1"), str(root / "results2"), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1  # the same slowed key as between the two stored sweeps
+    slow = [k for k in out["keys"] if k["verdict"] == "slower"]
+    assert [(k["dtype"], k["gpus"]) for k in slow] == [("fp8", 16)]
+    assert out["a"] == str(root / "results1")
+    mixed = compare(open_history(path), records[1]["sweep_id"], str(root / "results2"))
+    assert mixed.regressions == 1
+    assert compare(None, "published", str(root / "results0")).keys["runs_b"].gt(0).all()
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == before
+
+
+def test_a_folder_that_is_not_a_sweep_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "results" / "tables").mkdir(parents=True)
+    assert main(["compare", str(tmp_path / "results"), "published"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sweep.json" in err and "Traceback" not in err

@@ -1,5 +1,6 @@
 """The report in real headless Chromium: it loads without JavaScript errors, shows its
-sections and plots, and leaves a screenshot in the results folder."""
+sections and plots, its first page reads as English ("sweep of 1 sweep entry", not
+"entr(y/ies)"), and it leaves a screenshot in the results folder."""
 
 from __future__ import annotations
 
@@ -67,4 +68,8 @@ def test_report_loads_and_renders(finished_sweep: Sweep) -> None:
     for section in ("Overview", "Scaling", "Runs", "References", "Failures", "Profiles"):
         assert section in dom.stdout, section
     assert "<svg" in dom.stdout or "<img" in dom.stdout  # at least one figure drawn
+    entries = len(finished_sweep.config["sweeps"])
+    noun = "entry" if entries == 1 else "entries"
+    assert f"llmbench sweep of {entries} sweep {noun}:" in dom.stdout
+    assert "entr(y/ies)" not in dom.stdout
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

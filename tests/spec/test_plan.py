@@ -72,7 +72,9 @@ def test_site_file_says_where_and_the_experiment_stays_unchanged(tmp_path, capsy
 
 
 def test_a_site_key_in_the_experiment_still_works_with_one_warning_line(tmp_path, capsys) -> None:
-    code, out = run_plan(tmp_path, capsys, CONFIG, "--format", "json")
+    site = tmp_path / "site.yaml"
+    site.write_text("launcher: srun\n")  # a launcher that starts NeMo: no other warning
+    code, out = run_plan(tmp_path, capsys, CONFIG, "--format", "json", "--site", str(site))
     assert code == 0 and json.loads(out.out)["summary"]["images"] == ["nvidia/nemo:25.07"]
     assert out.err.count("\n") == 1 and out.err.startswith("llmbench: warning: ")
     assert ": container: where to run belongs" in out.err and "site.yaml" in out.err

@@ -116,7 +116,7 @@ CKPT_SWEEP = {
 
 def test_ckpt_load_waits_for_its_save_run(tmp_path: Path) -> None:
     write_config(tmp_path, {"sweeps": [{**CKPT_SWEEP, "variants": ["ckpt-save", "ckpt-load"]}]})
-    proc = snakemake(tmp_path, "-n")
+    proc = snakemake(tmp_path, "-n", "--config", "launcher=srun", "container=enroot")
     assert proc.returncode == 0, proc.stderr[-3000:]
     load = "results/runs/llama3.1-nemo_8b_bf16_h100x16_ckpt-load/run.json"
     (block,) = [b for b in proc.stdout.split("\n\n") if f"output: {load}" in b]

@@ -93,7 +93,9 @@ def test_gpu_sweep_dag_checks_every_node_and_the_largest_allocation(tmp_path: Pa
     all-reduce (2 nodes for the 16-GPU run) before any train job."""
     from tests.workflow.test_setup_rules import job_counts
 
-    config = tiny_config((8, 16), launcher="srun", preflight={"nodes": ["g1", "g2", "g3"]})
+    config = tiny_config(
+        (8, 16), launcher="srun", container="enroot", preflight={"nodes": ["g1", "g2", "g3"]}
+    )
     config["sweeps"][0].update(
         workload="llama3.1-nemo", sizes=["8b"], dtypes=["bf16"], gpu_type="h100"
     )

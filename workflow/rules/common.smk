@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
+from llmbench.workflow.finish import print_summary
 from llmbench.workflow.sweep import load_sweep
 
 # Not `configfile:`: llmbench reads it with the same loader and checks as `llmbench plan`,
@@ -26,3 +27,12 @@ wildcard_constraints:
 
 onstart:
     SWEEP.check_before_start()
+
+
+# At the end of a real run (not a dry run): the outcomes and where the tables are.
+onsuccess:
+    print_summary(SWEEP.runs, succeeded=True)
+
+
+onerror:
+    print_summary(SWEEP.runs, succeeded=False)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.text import counted, effect_words
+
 EXPLAINED_VERDICTS = ("slower", "no_reference", "not_comparable", None)
 """Verdicts whose runs get an explanation in the report (None: no verdict at all)."""
 ORDER = ("transport", "node_health", "telemetry", "step_spread", "launch", "reference_row")
@@ -84,7 +86,7 @@ class Explanation:
     def summary(self) -> str:
         if not self.items:
             return "no known cause found"
-        return f"{len(self.items)} known cause(s); first: {self.items[0].title}"
+        return f"{counted(len(self.items), 'known cause')}; first: {self.items[0].title}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,8 +134,7 @@ def as_text(explanation: Explanation) -> str:
     for n, item in enumerate(e.items, start=1):
         effect = ""
         if item.effect_pct is not None:
-            low, high = item.effect_pct
-            effect = f" [could explain {low:g}-{high:g} % of the step time]"
+            effect = f" [{effect_words(*item.effect_pct)}]"
         lines.append(f"{n}. {item.kind}: {item.title}{effect}")
         lines.append(f"   {item.detail}")
         if item.effect_source:

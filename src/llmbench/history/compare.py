@@ -10,6 +10,10 @@ on the two sides. For the whole comparison: every provenance field whose values 
 A run tabulated again by a later sweep without being rerun (same cluster, run, attempt
 and start time) counts once on a side.
 
+A side may also be a results folder (``results/``, as the workflow wrote it): it is
+added to a temporary history with the checks of ``llmbench history add`` and compared
+like a stored sweep, so two sweeps compare before either joins a history.
+
 Every stored file is checked before it is read (``llmbench.history.read``): a damaged
 sweep is left out of both sides and of the run-to-run spread, and the comparison says
 which; a side whose every sweep is damaged is an error.
@@ -17,8 +21,10 @@ which; a side whose every sweep is damaged is an error.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,7 +43,7 @@ from llmbench.history.stats import (
     run_spread,
     verdict,
 )
-from llmbench.history.store import History, sweep_index
+from llmbench.history.store import History, add_sweep, open_history, sweep_index
 
 KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling", "variant")
 RUN_PROVENANCE = (
@@ -282,6 +288,11 @@ class Comparison:
         return int((self.keys["verdict"] == "slower").sum())
 
 
+def is_results_folder(text: str) -> bool:
+    """A side that names a folder holding a sweep's ``tables/`` (not a selector)."""
+    return Path(text).is_dir() and (Path(text) / "tables").exists()
+
+
 def compare(
     history: History | None,
     a: str,
@@ -289,24 +300,56 @@ def compare(
     tolerance: float = TOLERANCE,
     confidence: float = CONFIDENCE,
 ) -> Comparison:
-    """Compare the sides two selectors name (``llmbench.history.select``)."""
-    sel_a, sel_b = parse_selector(a), parse_selector(b)
-    if history is None and not (sel_a.published and sel_b.published):
+    """Compare the sides two selectors (``llmbench.history.select``) or results folders
+    name."""
+    with tempfile.TemporaryDirectory(prefix="llmbench-compare-") as scratch:
+        folders = open_history(scratch)
+        sides = [_source(text, history, folders) for text in (a, b)]
+        return _compare(a, b, sides, history or folders, tolerance, confidence)
+
+
+def _source(
+    text: str, history: History | None, folders: History
+) -> tuple[Selector, History | None]:
+    """A side's selector and the history it reads: a results folder's sweep, added to
+    ``folders``; else the selector's, in ``history``."""
+    if is_results_folder(text):
+        added = add_sweep(folders, text)
+        return Selector(text, sweep=added.sweep_id), folders
+    selector = parse_selector(text)
+    if history is None and not selector.published:
         raise ConfigError(
             "compare: no history given; allowed: --history PATH or URL, or history.path in "
-            "the config"
+            f"the config (for {text!r}), or a results folder as the side"
         )
-    reader, index = None, None
-    if history is None:
-        side_a, side_b = published_side(), published_side()
-    else:
-        reader = SweepReader(history)
-        index = sweep_index(history)
-        side_a, side_b = (load_side(reader, s, index) for s in (sel_a, sel_b))
-    clusters = {str(c) for side in (side_a, side_b) for c in side.runs.get("cluster", [])}
+    return selector, history
+
+
+def _compare(
+    a: str,
+    b: str,
+    sides: list[tuple[Selector, History | None]],
+    spread_history: History,
+    tolerance: float,
+    confidence: float,
+) -> Comparison:
+    readers: dict[int, tuple[SweepReader, pd.DataFrame]] = {}
+    loaded = []
+    for selector, history in sides:
+        if history is None:
+            loaded.append(published_side())
+            continue
+        if id(history) not in readers:
+            readers[id(history)] = (SweepReader(history), sweep_index(history))
+        reader, index = readers[id(history)]
+        loaded.append(load_side(reader, selector, index))
+    side_a, side_b = loaded
+    clusters = {str(c) for side in loaded for c in side.runs.get("cluster", [])}
     spread = {}
-    if reader is not None and index is not None and clusters:
-        spread = spread_by_key(reader, index, clusters)
+    if clusters:
+        if id(spread_history) not in readers:
+            readers[id(spread_history)] = (SweepReader(spread_history), sweep_index(spread_history))
+        spread = spread_by_key(*readers[id(spread_history)], clusters)
     keys = compare_sides(side_a, side_b, tolerance, confidence, spread)
     unpublished = [
         " ".join(str(v) for v in row[list(KEYS)])
@@ -314,9 +357,10 @@ def compare(
         if side.reference is not None
         for _, row in keys[keys[column].isna()].iterrows()
     ]
+    all_readers = [reader for reader, _ in readers.values()]
     return Comparison(
         a, b, tolerance, confidence, keys, provenance_changes(side_a, side_b),
-        skipped=[s.line() for s in reader.skipped.values()] if reader else [],
-        unchecked=sorted(reader.unchecked) if reader else [],
+        skipped=[s.line() for r in all_readers for s in r.skipped.values()],
+        unchecked=sorted({u for r in all_readers for u in r.unchecked}),
         unpublished=unpublished,
     )  # fmt: skip

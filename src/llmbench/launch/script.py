@@ -15,6 +15,7 @@ from llmbench.launch.entry import (
 from llmbench.launch.nccl_debug import nccl_debug_env
 from llmbench.launch.shell import Word, join
 from llmbench.launch.srun import (
+    HF_HOME_CHECK,
     STAGE_CHECK,
     allocation_comment,
     allocation_lines,
@@ -26,16 +27,12 @@ from llmbench.launch.srun import (
 )
 from llmbench.launch.variants import variant_parts
 from llmbench.spec.runspec import RunSpec
+from llmbench.spec.site_fit import launcher_refusal, needs_hf_home
 from llmbench.spec.stage import image_import
 
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "header", "render_local", "render_srun"]
 
 LOG_FILE = "train.log"
-
-
-LOCAL_FRAMEWORKS = ("torch", "megatron-core")
-"""What ``launcher: local`` runs in llmbench's own Python: the embedded trainer, and
-Megatron-Core's GPTModel where the wheel is installed (the GPU proof kit)."""
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE, framework: str = "torch") -> list[str]:
@@ -68,12 +65,9 @@ def header(spec: RunSpec, rerun: str) -> list[str]:
 
 
 def render_local(spec: RunSpec) -> str:
-    local = spec.framework in LOCAL_FRAMEWORKS
-    if not local or spec.variant != "perf" or spec.container != "none":
-        raise LaunchError(
-            f"run {spec.run_id}: launcher=local runs framework {' or '.join(LOCAL_FRAMEWORKS)} "
-            "with variant perf and container none only; use launcher srun"
-        )
+    refused = launcher_refusal(spec)  # the config check asks the same before submitting
+    if refused:
+        raise LaunchError(refused)
     command = local_rank_launcher(spec) + embedded_entry_point(framework=spec.framework)
     lines = header(spec, "bash launch.sh") + _nccl_debug_lines(spec)
     return "\n".join([*lines, f'exec "$PYTHON" {join(command)}', ""])
@@ -124,6 +118,11 @@ def render_srun(spec: RunSpec) -> str:
     env += nccl_debug_env(spec)
     lines += parity_setup_lines(spec)
     lines.append("# HF_TOKEN, if needed, comes from the caller's environment, by name only.")
+    if needs_hf_home(spec):
+        lines += [
+            "# HF_HOME: the site's hf_home, else the caller's (docs/slurm.md).",
+            HF_HOME_CHECK,
+        ]
     groups: list[list[Word]] = [
         *srun_words(spec, [name for name, _ in env]),
         numactl_prefix(spec),

@@ -7,6 +7,7 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.shell import Raw, Word
 from llmbench.spec.runspec import RunSpec, parity_settings
+from llmbench.spec.site_fit import needs_hf_home
 from llmbench.spec.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
@@ -18,6 +19,10 @@ STAGE_CHECK = ': "${LLMBENCH_STAGE_PATH:?set LLMBENCH_STAGE_PATH to the shared s
 
 PASSED_BY_NAME = ("HF_TOKEN",)
 """Secrets handed to the container by name only; their values never reach a file."""
+HF_HOME_CHECK = (
+    ': "${HF_HOME:?set hf_home in the site file or HF_HOME: the Hugging Face cache '
+    'holding the model config this recipe reads offline}"'
+)
 
 
 def tasks_per_node(spec: RunSpec) -> int:
@@ -114,13 +119,17 @@ def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
     if spec.container != "enroot":
         raise LaunchError(f"container={spec.container!r}: allowed: none, enroot")
     mounts = f"$LLMBENCH_SRC:{CONTAINER_SRC}:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH"
+    passed = list(PASSED_BY_NAME)
+    if needs_hf_home(spec):  # the recipe reads the model's config from the cache, offline
+        mounts += ",$HF_HOME:$HF_HOME"
+        passed.append("HF_HOME")
     container: list[Word] = [
         Raw('--container-image="$IMAGE"'),
         Raw(f'--container-mounts="{mounts}"'),
         Raw('--container-workdir="$PWD"'),
         "--no-container-mount-home",
         *(o for o in PYXIS_OPTIONS if parity_settings(spec.parity, "srun").get(o)),
-        "--container-env=" + ",".join([*PASSED_BY_NAME, *container_env]),
+        "--container-env=" + ",".join([*passed, *container_env]),
     ]
     return [launcher, container]
 

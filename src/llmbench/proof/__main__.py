@@ -19,6 +19,7 @@ from llmbench.proof.summary import write_summary
 from llmbench.proof.tables import combined_tables
 from llmbench.proof.wheels import pin_problems, wheel_problems
 from llmbench.spec.limits import RunLimits
+from llmbench.text import counted
 
 DTYPES = ("fp32", "bf16")
 GPU_TYPES = ("cpu", "local-cuda")
@@ -31,7 +32,11 @@ def _wheels(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"wheels: {problem}", file=sys.stderr)
     where = f", and {args.wheels} holds their wheels" if args.wheels else ""
-    print(f"wheels: {len(pins)} exact pins in {args.list}{where}; {len(problems)} problems")
+    if args.wheels is not None and not args.wheels.is_dir():
+        where = f"; the wheels folder {args.wheels} does not exist"
+    print(
+        f"wheels: {len(pins)} exact pins in {args.list}{where}; {counted(len(problems), 'problem')}"
+    )
     return 1 if problems else 0
 
 

@@ -19,9 +19,11 @@ TABLE_FILES = {
     "steps": "steps.parquet", "scaling_md": "scaling.md", "overview_html": "overview.html",
     "runs_html": "runs.html", "scaling_html": "scaling.html",
     "references_html": "references.html", "failures_html": "failures.html",
-    "profiles_html": "profiles.html",
+    "profiles_html": "profiles.html", "why_slower_html": "why_slower.html",
+    "result": "result.json",
 }  # fmt: skip
-"""The aggregate rule's outputs, by name, as files of ``tables/``."""
+"""The aggregate rule's outputs, by name, as files of ``tables/`` (``OUTPUTS +
+RESULT_OUTPUTS`` of ``llmbench.aggregate.job``: a test holds them equal)."""
 TRAIN_TOKENS = 1.0e12
 TOLERANCE = 0.05
 

@@ -60,7 +60,14 @@ def pin_problems(wheel_list: Path, requirements: Path) -> tuple[dict[str, str], 
 
 
 def wheel_problems(pins: dict[str, str], folder: Path) -> list[str]:
-    """A downloaded folder holds exactly one wheel per pin, with the pinned version."""
+    """A downloaded folder holds exactly one wheel per pin, with the pinned version; a
+    folder that is not there is one problem, not one per pin."""
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return [
+            f"{folder} {what}; allowed: the folder benchmarks/gpu_proof/wheels.sh filled "
+            "(GPU_PROOF_WHEELS)"
+        ]
     found: dict[str, list[str]] = {}
     problems = []
     for wheel in sorted(folder.glob("*.whl")):

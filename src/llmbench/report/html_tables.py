@@ -11,6 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from llmbench.text import counted, effect_words
+
 RUNS_HTML_COLUMNS = (
     "run_id",
     "status",
@@ -167,7 +169,7 @@ def runs_html(runs: pd.DataFrame, title: str = "llmbench runs") -> str:
     classes = classes.take(pa.array(codes))
     return html_page(
         title,
-        f"<p>{len(runs)} runs; step time is the mean over the averaging window; "
+        f"<p>{counted(len(runs), 'run')}; step time is the mean over the averaging window; "
         f"MFU = GBS &times; model FLOPs / step time / GPUs / peak.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{_rows(runs, cols, classes)}</tbody>"
         "</table>",
@@ -222,7 +224,7 @@ def failures_html(runs: pd.DataFrame) -> str:
         failed,
         FAILURE_HTML_COLUMNS,
         "llmbench: failed runs",
-        f"{len(failed)} of {len(runs)} runs did not succeed (status and reason from the "
+        f"{len(failed)} of {counted(len(runs), 'run')} did not succeed (status and reason from the "
         "training log and the exit code).",
         empty="none: every run succeeded",
     )
@@ -265,16 +267,17 @@ def overview_html(runs: pd.DataFrame) -> str:
         frame,
         columns,
         "llmbench: sweep overview",
-        f"{len(runs)} runs in {len(rows)} scaling group(s); {int((runs.status == 'success').sum())}"
-        " succeeded. Step time is the mean over the averaging window.",
+        f"{counted(len(runs), 'run')} in {counted(len(rows), 'scaling group')}; "
+        f"{int((runs.status == 'success').sum())} succeeded. Step time is the mean over the "
+        "averaging window.",
         empty="no runs",
     )
 
 
 def _effect_text(effect: Mapping[str, float] | None) -> str:
     if not effect:
-        return "no published figure"
-    return f"could explain {effect['low']:g}-{effect['high']:g} % of the step time"
+        return effect_words(None, None)
+    return effect_words(effect["low"], effect["high"])
 
 
 def why_slower_html(explanations: Sequence[Mapping[str, Any]]) -> str:

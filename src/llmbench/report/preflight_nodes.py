@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from llmbench.report.html_tables import table_html
+from llmbench.text import counted
 
 NODE_HTML_COLUMNS = (
     "node", "status", "reason", "warnings", "busbw_gbps", "threshold_gbps",
@@ -16,7 +17,8 @@ NODE_HTML_COLUMNS = (
 def nodes_page(table: pd.DataFrame, min_fraction: float) -> str:
     """The nodes table (``llmbench.preflight.gate.nodes_table``) as an HTML page."""
     intro = (
-        f"{len(table)} nodes checked, {int((table['status'] == 'ok').sum())} passed; a node "
+        f"{counted(len(table), 'node')} checked, {int((table['status'] == 'ok').sum())} passed; "
+        "a node "
         f"passes at {min_fraction:.0%} of the expected all-reduce bus bandwidth "
         "and of the best node's alltoall bus bandwidth (GB/s at the largest message), "
         "with no check that excludes it (Xid, ECC, IMEX, NVLink, pmix: docs/preflight.md); "

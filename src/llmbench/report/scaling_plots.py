@@ -41,7 +41,9 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, NullLocator
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from llmbench.report.log_axis import log_y as readable_log_y
 
 FIGURES = (
     "step_time", "tokens_per_s", "mfu", "efficiency", "reference", "step_trace", "status",
@@ -191,30 +193,6 @@ def _width_in(text: plt.Text) -> float:
     return text.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
 
 
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-
-
-class _LogLabels(LogFormatterSciNotation):
-    """matplotlib's log-axis labels (10 to the 3, 2 times 10 to the 3) as plain text with
-    Unicode superscripts: the glyphs its mathtext draws, without the TeX parser (a sixth of
-    the plotting time)."""
-
-    def __call__(self, x: float, pos: int | None = None) -> str:
-        text = super().__call__(x, pos)
-        if not text.startswith("$"):
-            return text
-        text = text.strip("$").removeprefix("\\mathdefault{").removesuffix("}")
-        text = text.replace("\\times", "\N{MULTIPLICATION SIGN}")
-        base, _, exponent = text.partition("^{")
-        return base + exponent.rstrip("}").translate(_SUPERSCRIPT) if exponent else text
-
-
-def _log_y(ax: plt.Axes) -> None:
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(_LogLabels(base=10))
-    ax.yaxis.set_minor_formatter(_LogLabels(base=10, labelOnlyBase=False))
-
-
 def figure_metadata(fmt: str) -> dict[str, str | None]:
     return {"Date": None} if fmt == "svg" else {"Software": "llmbench"}
 
@@ -233,7 +211,7 @@ def _line_figure(ok: pd.DataFrame, title: str, unit: str, column: str, ylabel: s
             _end_label(ax, x, ideal_y, f"{dtype} ideal", line.get_color())
     _scale_axis(ax, list(ok["gpus"]), unit)
     if log_y:
-        _log_y(ax)
+        readable_log_y(ax)
     if zero:
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.1)
     ax.margins(x=0.15)
@@ -411,7 +389,7 @@ def _trace_figure(runs: pd.DataFrame, steps: pd.DataFrame, title: str, unit: str
     ax.axvspan(lo - 0.5, hi + 0.5, color="#1f77b4", alpha=0.12, lw=0)
     ax.text((lo + hi) / 2, 0.98, f"averaging window {lo}-{hi}", transform=ax.get_xaxis_transform(),
             ha="center", va="top", fontsize="small")  # fmt: skip
-    _log_y(ax)
+    readable_log_y(ax)
     labelled = any(t.get_gid() == END_LABEL for t in ax.texts)
     ax.margins(x=0.12 if labelled else 0.03)  # room on the right for the end labels
     ax.set_xlabel("iteration (as the framework numbers it)")

@@ -27,6 +27,7 @@ from llmbench.spec.images import parse_image
 from llmbench.spec.launchers import launcher_traits
 from llmbench.spec.limits import RunLimits, resolve_limits
 from llmbench.spec.profiling import default_profile, parse_ranks
+from llmbench.spec.release_notes import release_notes
 from llmbench.spec.runspec import (
     DEFAULT_RELEASE,
     ModelFields,
@@ -34,6 +35,12 @@ from llmbench.spec.runspec import (
     ProfileSettings,
     RunSpec,
     reference_time_limit_min,
+)
+from llmbench.spec.site_file import (  # noqa: F401  (importers of config)
+    SITE_KEYS,
+    merge_config,
+    site_keys_in,
+    site_keys_warning,
 )
 from llmbench.spec.stage import checkpoint_source, needs_venv, venv_requirements_path
 from llmbench.spec.value_checks import (
@@ -47,28 +54,7 @@ from llmbench.spec.yamlfile import check_size, read_yaml_file
 # CPU ranks x threads per rank a `launcher: local` run may start per core of this machine:
 # a few times oversubscribed still trains (slowly); more is a typo, not a benchmark.
 LOCAL_RANKS_PER_CORE = 8
-_ABSENT = object()
 REFERENCE_SUFFIXES = (".parquet", ".csv", ".yaml", ".yml")
-# Where to run, not what to measure: these come from the profile (its `configfile:`, e.g.
-# profiles/slurm/site.yaml), so one experiment config runs unchanged on two clusters.
-# In the experiment file itself they still work for this release, with a warning.
-SITE_KEYS = (
-    "launcher",
-    "container",
-    "stage_path",
-    "registry",
-    "master_addr",
-    "fabric",
-    "slurm",
-    "kubernetes",
-    "runai",
-    "setup.run_on",
-    "setup.partition",
-    "preflight.nodes",
-    "preflight.partition",
-    "history.path",
-    "history.cluster",
-)
 
 
 def _is_integer(_checker: Any, value: Any) -> bool:
@@ -115,8 +101,11 @@ def _schema_error_line(err: jsonschema.ValidationError) -> str:
     value = err.instance
     if err.validator == "type" and isinstance(value, float) and not math.isfinite(value):
         return f"{where}: {value} is not a finite number; allowed: {_allowed_type(err)}"
-    if err.validator == "type" and isinstance(value, float) and "number" not in _types(err):
+    types = _types(err) if err.validator == "type" else []
+    if isinstance(value, float) and "integer" in types and "number" not in types:
         return f"{where}: {value!r} is not a whole number; allowed: {_allowed_type(err)}"
+    if types == ["string"] and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'{where}: {value!r} is a number, not text; allowed: a string (quoted: "{value}")'
     if err.validator == "enum":
         allowed = ", ".join(map(str, err.validator_value))
         return f"{where}: {err.instance!r} is not allowed; allowed: {allowed}"
@@ -233,48 +222,16 @@ def check_experiment(
     warn: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[RunSpec]]:
     """``check_config`` of an experiment with the site values merged over it; site keys
-    in the experiment itself go to ``warn`` (``workflow_config`` and ``llmbench plan``)."""
+    in the experiment itself and what runs across releases will get (``release_notes``)
+    go to ``warn`` (``workflow_config`` and ``llmbench plan``)."""
     checked = check_config(merge_config(experiment, site), source, base_dirs)
     moved = site_keys_warning(experiment, source)
-    if moved and warn is not None:  # after the check: a refused config gets one line only
-        warn(moved)
+    if warn is not None:  # after the check: a refused config gets one line only
+        for line in [moved] if moved else []:
+            warn(line)
+        for line in release_notes(checked[1]):
+            warn(f"{source}: {line}")
     return checked
-
-
-def site_keys_in(raw: Any) -> list[str]:
-    """The ``SITE_KEYS`` that ``raw`` (a config mapping as read) sets, dotted."""
-    found = []
-    for key in SITE_KEYS:
-        node = raw
-        for part in key.split("."):
-            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
-        if node is not _ABSENT:
-            found.append(key)
-    return found
-
-
-def site_keys_warning(raw: Any, source: str) -> str | None:
-    """One line when the experiment config ``raw`` sets site keys (docs/profiles.md)."""
-    keys = site_keys_in(raw)
-    if not keys:
-        return None
-    return (
-        f"{source}: {', '.join(keys)}: where to run belongs in the profile's site file "
-        "(`configfile:` in profiles/<name>/config.yaml, e.g. profiles/slurm/site.yaml; "
-        "docs/profiles.md), not in the experiment config; read from here for this release only"
-    )
-
-
-def merge_config(base: Any, overrides: Mapping[str, Any]) -> Any:
-    """``base`` with ``overrides`` merged in, mappings key by key (Snakemake's rule)."""
-    if not isinstance(base, Mapping):
-        return copy.deepcopy(dict(overrides)) if overrides else base
-    merged = copy.deepcopy(dict(base))
-    for key, value in overrides.items():
-        old = merged.get(key)
-        both = isinstance(old, Mapping) and isinstance(value, Mapping)
-        merged[key] = merge_config(old, value) if both else copy.deepcopy(value)
-    return merged
 
 
 def default_base_dirs() -> list[Path]:
@@ -363,6 +320,11 @@ def _check_images(config: Mapping[str, Any], source: str) -> None:
 def _expand(config: Mapping[str, Any], source: str) -> Iterator[tuple[int, RunSpec]]:
     for index, sweep in enumerate(config["sweeps"]):
         where = f"{source}: sweeps[{index}]"
+        if "release" in sweep:  # " V26.08" is v26.08: the catalog's one rule
+            try:
+                sweep["release"] = load_catalog().release_name(sweep["release"])
+            except ConfigError as err:
+                raise ConfigError(f"{where}.{err}") from None
         for size in sweep["sizes"]:
             for dtype in sweep["dtypes"]:
                 for gpus in sweep["scales"]:

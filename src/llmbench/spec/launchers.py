@@ -23,7 +23,8 @@ class LauncherTraits:
     waits (one core, no overlap with other runs). ``site_block``: the profile block of its
     site values (``kubernetes:``, ``runai:``). ``poll_s``: default seconds between status
     polls of the platform's API (0: none). ``slurm_job``: the ranks are steps of a Slurm
-    job, whose partition's nodes are the preflight's default.
+    job, whose partition's nodes are the preflight's default. ``frameworks``,
+    ``variants``, ``containers``: what it can start (empty: anything).
     """
 
     name: str
@@ -33,12 +34,24 @@ class LauncherTraits:
     site_block: str | None = None
     poll_s: float = 0.0
     slurm_job: bool = False
+    frameworks: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()
 
 
 LAUNCHER_TRAITS: dict[str, LauncherTraits] = {
     traits.name: traits
     for traits in (
-        LauncherTraits("local", cluster_type="local", on_this_machine=True),
+        # torchrun in llmbench's own Python: the embedded trainer, and Megatron-Core's
+        # GPTModel where the wheel is installed (the GPU proof kit).
+        LauncherTraits(
+            "local",
+            cluster_type="local",
+            on_this_machine=True,
+            frameworks=("torch", "megatron-core"),
+            variants=("perf",),
+            containers=("none",),
+        ),
         LauncherTraits("srun", cluster_type="slurm", slurm_job=True),
         LauncherTraits(
             "kubernetes",

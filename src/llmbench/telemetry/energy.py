@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llmbench.text import counted
+
 JOULES_PER_KWH = 3.6e6
 THROTTLE_FRACTION = 0.9
 ENERGY_DTYPES = {
@@ -195,9 +197,9 @@ def _missing(
         return status if status and status != "ok" else f"no {source} samples"
     sampled = len({node for node, _ in series})
     if sampled < nodes:
-        return f"{source} samples from {sampled} of the run's {nodes} nodes"
+        return f"{source} samples from {sampled} of the run's {counted(nodes, 'node')}"
     if gpus and len(series) < gpus:
-        return f"{source} power of {len(series)} of the run's {gpus} GPUs"
+        return f"{source} power of {len(series)} of the run's {counted(gpus, 'GPU')}"
     return ""
 
 

@@ -4,12 +4,15 @@ reads back (``llmbench.workflow.spec_cache``) is not there or no longer matches.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.errors import ConfigError
 from llmbench.launch.launchers import check_platforms
 from llmbench.spec.config import local_cpu_runs, workflow_config
+from llmbench.spec.site_fit import site_refusal
 from llmbench.workflow.spec_cache import Checked, write_specs
 
 
@@ -21,10 +24,15 @@ def check_workflow_config(
     cache: str | Path | None = None,
 ) -> Checked:
     """``llmbench.spec.config.workflow_config`` and the platform launchers' site values, as
-    ``llmbench plan`` checks them; raises ``ConfigError`` (one line). With ``cache`` (the
-    main process), the result is stored there for the processes inside jobs."""
+    ``llmbench plan`` checks them, then whether the site can run every run
+    (``llmbench.spec.site_fit``: plan only warns); raises ``ConfigError`` (one line).
+    With ``cache`` (the main process), the result is stored there for the processes
+    inside jobs."""
     checked = workflow_config(overrides, path, base_dirs, warn=warn)
     check_platforms(checked[1], source=str(path))  # named as `llmbench plan` names it
+    refused = site_refusal(checked[1], checked[0], base_dirs, os.environ)
+    if refused:
+        raise ConfigError(f"{path}: {refused}")
     if cache is not None:
         cores_checked = bool(local_cpu_runs(checked[1]))
         write_specs(cache, path, overrides, base_dirs, checked, cores_checked=cores_checked)

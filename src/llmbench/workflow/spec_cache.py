@@ -33,8 +33,8 @@ from llmbench.files.atomic import write_text_atomic
 from llmbench.spec.runspec import RunSpec
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-ENVIRONMENT_KEYS = ("LOAD_CHECKPOINT_PATH",)
-"""Environment variables the config check reads (llmbench.spec.config)."""
+ENVIRONMENT_KEYS = ("LOAD_CHECKPOINT_PATH", "HF_HOME")
+"""Environment variables the config check reads (llmbench.spec.config, spec.site_fit)."""
 
 Checked = tuple[dict[str, Any], list[RunSpec]]
 

@@ -29,6 +29,7 @@ from llmbench.launch.slurm import SBATCH_ENVIRONMENT, partition_nodes
 from llmbench.spec.launchers import is_platform
 from llmbench.spec.preflight_settings import PreflightSettings, resolve_preflight
 from llmbench.spec.runspec import RunSpec
+from llmbench.spec.site_file import with_site_file
 from llmbench.spec.stage import (
     IMAGES_DIR,
     checkpoint_source,
@@ -70,11 +71,13 @@ def load_sweep(
         # The train jobs this process runs end their run when it is gone (job.supervise).
         mark_workflow_process(environ)
     checked = None
-    if not main_process:
-        checked = spec_cache.read_specs(SPEC_CACHE, config_file, snakemake_config, base_dirs)
     try:
+        # the profile's site file, also where a --configfile replaced the profile's
+        overrides = with_site_file(snakemake_config, base_dirs)
+        if not main_process:
+            checked = spec_cache.read_specs(SPEC_CACHE, config_file, overrides, base_dirs)
         if checked is None:
-            checked = _full_check(snakemake_config, config_file, base_dirs, main_process)
+            checked = _full_check(overrides, config_file, base_dirs, main_process)
         config, specs = checked
         sweep = Sweep(config, specs, base_dirs, main_process)
     except ConfigError as err:
@@ -248,7 +251,9 @@ class Sweep:
                 "retry_of": retry_token(
                     f"results/runs/{run}", self.config["failures"]["keep_failed"]
                 ),
-                "env": wiring.launch_env(spec, self.stage, self.config["master_addr"]),
+                "env": wiring.launch_env(
+                    spec, self.stage, self.config["master_addr"], self.config.get("hf_home")
+                ),
                 "telemetry": self.config["telemetry"],
             }
         return self._train_params[run]

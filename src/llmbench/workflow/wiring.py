@@ -65,10 +65,15 @@ def _absolute(path: str) -> str:
     return str(Path(path).resolve())  # once per sweep, not once per run
 
 
-def launch_env(spec: RunSpec, stage: str, master_addr: str | None) -> dict[str, str]:
+def launch_env(
+    spec: RunSpec, stage: str, master_addr: str | None, hf_home: str | None = None
+) -> dict[str, str]:
     """Launch settings the run's ``launch.sh`` reads from its environment (a
-    ``PYTHONPATH`` here goes before the job's own: ``llmbench.job.runner``)."""
+    ``PYTHONPATH`` here goes before the job's own: ``llmbench.job.runner``); the site's
+    ``hf_home`` as HF_HOME (without it the job keeps the caller's HF_HOME)."""
     env = {"LLMBENCH_STAGE_PATH": _absolute(stage)}
+    if hf_home:
+        env["HF_HOME"] = hf_home
     if needs_venv(spec):
         env["LLMBENCH_PYTHON"] = _absolute(venv_python(stage))
         if spec.container == "none":

@@ -36,6 +36,8 @@ export NCCL_DEBUG=INFO
 export NCCL_DEBUG_SUBSYS=INIT,NET
 export NCCL_DEBUG_FILE="$PWD/nccl-debug.%h.%p.log"
 # HF_TOKEN, if needed, comes from the caller's environment, by name only.
+# HF_HOME: the site's hf_home, else the caller's (docs/slurm.md).
+: "${HF_HOME:?set hf_home in the site file or HF_HOME: the Hugging Face cache holding the model config this recipe reads offline}"
 # Telemetry (docs/telemetry.md): a sampler per node, stopped after the ranks.
 if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     srun --overlap --nodes=16 --ntasks-per-node=1 --gres=gpu:8 "$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" --period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &
@@ -43,6 +45,6 @@ if [[ -n "${LLMBENCH_TELEMETRY:-}" ]]; then
     trap 'kill -TERM "$SAMPLERS" || true; wait "$SAMPLERS" || true' EXIT
 fi
 srun --nodes=16 --ntasks-per-node=8 --kill-on-bad-exit=1 \
-    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,TORCH_NCCL_HIGH_PRIORITY,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NCCL_NVLS_ENABLE,HF_HUB_OFFLINE,NCCL_IGNORE_CPU_AFFINITY,TORCH_NCCL_AVOID_RECORD_STREAMS,PYTORCH_CUDA_ALLOC_CONF,NCCL_GRAPH_REGISTER,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_P2P_NET_CHUNKSIZE,NCCL_DEBUG,NCCL_DEBUG_SUBSYS,NCCL_DEBUG_FILE \
+    --container-image="$IMAGE" --container-mounts="$LLMBENCH_SRC:/opt/llmbench/src:ro,$PWD:$PWD,$LLMBENCH_STAGE_PATH:$LLMBENCH_STAGE_PATH,$HF_HOME:$HF_HOME" --container-workdir="$PWD" --no-container-mount-home --container-writable --container-env=HF_TOKEN,HF_HOME,TORCH_NCCL_HIGH_PRIORITY,TRANSFORMERS_OFFLINE,TOKENIZERS_PARALLELISM,NCCL_NVLS_ENABLE,HF_HUB_OFFLINE,NCCL_IGNORE_CPU_AFFINITY,TORCH_NCCL_AVOID_RECORD_STREAMS,PYTORCH_CUDA_ALLOC_CONF,NCCL_GRAPH_REGISTER,CUDA_DEVICE_MAX_CONNECTIONS,NVTE_FWD_LAYERNORM_SM_MARGIN,NVTE_BWD_LAYERNORM_SM_MARGIN,NCCL_P2P_NET_CHUNKSIZE,NCCL_DEBUG,NCCL_DEBUG_SUBSYS,NCCL_DEBUG_FILE \
     bash -c 'exec numactl --cpunodebind=$((SLURM_LOCALID / 4)) --membind=$((SLURM_LOCALID / 4)) "$@"' numactl \
     python3 /opt/llmbench/src/llmbench/ranks/entrypoints/from_source.py llmbench.ranks.entrypoints.megatron_bridge --spec run_spec.json

@@ -2,7 +2,8 @@
 and verdicts; exits 1 when a key is slower beyond the tolerance (docs/history.md).
 
 A and B are sweeps (an id, latest, latest~N), clusters, date ranges or combinations
-(``cluster=eos,date=2025-03-01..2025-03-31``), or ``published`` (the spec's step times).
+(``cluster=eos,date=2025-03-01..2025-03-31``), ``published`` (the spec's step times), or
+results folders (``results/``: no history needed).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("a", help="baseline: sweep id, latest[~N], cluster=, date=, published")
+    parser.add_argument(
+        "a", help="baseline: sweep id, latest[~N], cluster=, date=, published, results folder"
+    )
     parser.add_argument("b", help="compared with the baseline (same forms)")
     parser.add_argument("--history", help="folder or URL (default: history.path of --config)")
     parser.add_argument("--config", default="config.yaml", help="config with history.path")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmbench.spec.catalog import ROW_FIELDS, load_catalog
+from llmbench.spec.catalog.query import RELEASE_ALL
 from llmbench.spec.runspec import DEFAULT_RELEASE
 
 
@@ -27,7 +28,7 @@ def register(subparsers: Any) -> None:
         "--release",
         default=DEFAULT_RELEASE,
         help=f"only this reference release (default {DEFAULT_RELEASE}: the spec's documents; "
-        "'all' for every release; e.g. v26.08)",
+        "'all' for every release; e.g. v26.08; any case)",
     )
     parser.add_argument(
         "--include-superseded",
@@ -58,15 +59,19 @@ def render_table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> s
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the selected catalog rows; ConfigError (exit 2) for unknown names."""
-    rows = load_catalog().rows(
-        workload=args.workload,
-        size=args.size,
-        dtype=args.dtype,
-        gpu_type=args.gpu_type,
-        include_superseded=args.include_superseded,
-        release=None if args.release == "all" else args.release,
-    )
+    """Print the selected catalog rows; ConfigError (exit 2) for unknown names. An empty
+    selection prints no table and one line on stderr saying which filter emptied it."""
+    catalog = load_catalog()
+    name = catalog.release_name(args.release, allow_all=True)
+    release = None if name == RELEASE_ALL else name
+    filters = {"workload": args.workload, "size": args.size, "dtype": args.dtype,
+               "gpu_type": args.gpu_type}  # fmt: skip
+    rows = catalog.rows(**filters, include_superseded=args.include_superseded, release=release)
+    if not rows:
+        why = catalog.why_no_rows(filters, release, args.include_superseded)
+        print(f"llmbench recipes: no rows: {why}", file=sys.stderr)
+        if args.format == "table":
+            return 0
     records = [r.as_dict() for r in rows]
     if args.format == "json":
         json.dump(records, sys.stdout, indent=2)

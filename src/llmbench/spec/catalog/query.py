@@ -26,6 +26,9 @@ from llmbench.spec.catalog.records import (
 )
 from llmbench.spec.catalog.rules import scale_message, with_overrides
 
+RELEASE_ALL = "all"
+"""``llmbench recipes --release all``: every release's rows."""
+
 
 def not_allowed(kind: str, value: object, allowed: Iterable[str], context: str = "") -> ConfigError:
     """``kind=value is not a kind [of context]; allowed: ...`` as an error to raise."""
@@ -88,6 +91,27 @@ class Catalog:
     def releases(self) -> list[str]:
         """Release ids, the default (the spec's) first."""
         return sorted(self._releases, key=lambda r: (r != DEFAULT_RELEASE, r))
+
+    def release_name(self, value: object, allow_all: bool = False) -> str:
+        """The release ``value`` names, the one rule for every place a person writes one
+        (a sweep entry's ``release:``, ``llmbench recipes --release``, ``calc``): case
+        and surrounding spaces do not matter (``" V26.08 "`` is ``v26.08``); ``all``
+        (every release) only where ``allow_all``. Else one line naming the value, quoted
+        (an empty or padded value stays visible), and the releases."""
+        allowed = [*self.releases(), *([RELEASE_ALL] if allow_all else [])]
+        if isinstance(value, str) and value.strip().lower() in allowed:
+            return value.strip().lower()
+        if not isinstance(value, str):
+            shown, why = type(value).__name__, "is not a release name (a string)"
+        elif value.strip().lower() == RELEASE_ALL:
+            shown, why = repr(value), "selects every release in `llmbench recipes`, not one"
+        else:
+            shown = repr(value) if len(value) <= 50 else f"{value[:40]!r}...[{len(value)} chars]"
+            why = "is not a release"
+        raise ConfigError(
+            f"release: {shown} {why}; allowed: {', '.join(allowed)} (any case, surrounding "
+            "spaces ignored)"
+        )
 
     def release(self, release: str) -> Release:
         """One reference release; ConfigError naming the allowed ids."""
@@ -203,6 +227,41 @@ class Catalog:
             return with_overrides(template, gpus=gpus)
         raise ConfigError(f"gpus={gpus} {scale_message(template)}")
 
+    def why_no_rows(
+        self,
+        filters: Mapping[str, str | None],
+        release: str | None,
+        include_superseded: bool = False,
+    ) -> str:
+        """Why ``rows(**filters, release=release)`` is empty, in one line: the first filter
+        (workload, size, dtype, gpu_type, in that order) that leaves no row, with the
+        values the rows before it have and the releases that have the selection."""
+        where = f" in release {release}" if release else ""
+        kept: dict[str, str] = {}
+        for key in ("workload", "size", "dtype", "gpu_type"):
+            value = filters.get(key)
+            if value is None:
+                continue
+            rows = self.rows(**kept, release=release, include_superseded=include_superseded)
+            if not any(getattr(r, key) == value for r in rows):
+                have = ", ".join(sorted({str(getattr(r, key)) for r in rows}))
+                selection = {**kept, key: value}
+                others = sorted(
+                    {r.release for r in self.rows(**selection, release=None,
+                                                  include_superseded=True)} - {release}
+                )  # fmt: skip
+                if kept:
+                    line = f"no {' '.join(kept.values())} row has {key} {value}{where}"
+                    line += f"; its {key}s there: {have}"
+                else:
+                    line = f"{value} is not{where or ' in the catalog'}"
+                    line += f" (it has {have})"
+                if others:
+                    line += f"; it is in: {', '.join(others)} (--release {others[0]})"
+                return line
+            kept[key] = value
+        return f"no row of {' '.join(kept.values()) or 'the catalog'}{where}"
+
     def scales(
         self,
         workload: str,
@@ -265,13 +324,19 @@ class Catalog:
                  "release": release},
             ),
         ]  # fmt: skip
+        releases = {r.release for r in self.rows(workload, size, release=None)}
         for key, value, filters in steps:
             have = sorted({getattr(r, key) for r in self.rows(**filters)})
             if value not in have:
                 context = " ".join(str(v) for k, v in filters.items() if k != "release")
-                if key != "release" and release != DEFAULT_RELEASE:
+                if key != "release" and (release != DEFAULT_RELEASE or len(releases) > 1):
                     context += f" in release {release}"
-                return not_allowed(key, value, have, context)
+                error = not_allowed(key, value, have, context)
+                elsewhere = {**filters, key: value, "release": None}
+                others = sorted({r.release for r in self.rows(**elsewhere)} - {release})
+                if key == "release" or not others:
+                    return error
+                return ConfigError(f"{error} (release {', '.join(others)} has {key} {value})")
         have = sorted(
             {r.source for r in self.rows(workload, size, dtype, gpu_type, scaling, True, release)}
         )
