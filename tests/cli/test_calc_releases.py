@@ -47,6 +47,15 @@ def test_deepseek_v3_gb300_as_published():
     assert "gbs 4096 (from --gbs)" in out["header"]
 
 
+def test_release_option_is_read_by_the_one_rule(capsys):
+    """``--release " V26.08"`` is ``v26.08``; a release that is none is one line naming it."""
+    args = [*DEEPSEEK, "--dtype", "fp8", "--gpu-type", "gb300", "--gpus", "256",
+            "--step-time", "10.4224"]  # fmt: skip
+    assert _json(capsys, "--release", " V26.08", *args)["release"] == "v26.08"
+    assert main(["calc", "--release", "v2", *args]) == 2
+    assert "release: 'v2' is not a release; allowed: spec, v26.08" in capsys.readouterr().err
+
+
 def test_qwen3_235b_from_its_published_row():
     """The step time of the published Qwen3 235B-A22B GB300 row (the 26.06.01 container's,
     the one the recipe pins) gives its numbers back."""

@@ -77,6 +77,16 @@ def test_release_from_the_option_for_an_id_without_one(tmp_path: Path, monkeypat
     assert json.loads((out / "run_spec.json").read_text())["run_id"] == QWEN
 
 
+def test_release_option_is_read_by_the_one_rule(tmp_path: Path, monkeypatch) -> None:
+    """``--release " V26.08"`` is ``v26.08``, as a sweep entry's ``release:`` is."""
+    monkeypatch.chdir(tmp_path)
+    untagged = QWEN.replace("-v26.08", "")
+    out = tmp_path / "o"
+    argv = ["render", untagged, "--release", " V26.08", "--site", SLURM_SITE, "-o", str(out)]
+    assert main(argv) == 0
+    assert json.loads((out / "run_spec.json").read_text())["run_id"] == QWEN
+
+
 BAD = {  # run id (and options) -> the words of its one line
     "nope_run": ["run id 'nope_run': not of the form", "allowed: e.g. " + QWEN],
     "qwen3-mbridge_999b_bf16_h100x256-v26.08_perf": ["size=999b is not a size", "235b-a22b"],

@@ -92,7 +92,7 @@ def calc_row(args: argparse.Namespace) -> CalcRow:
     try:
         row = catalog.row(
             args.workload, args.size, dtype, args.gpu_type, args.gpus,
-            scaling=args.scaling, release=args.release,
+            scaling=args.scaling, release=catalog.release_name(args.release),
         )  # fmt: skip
     except ConfigError as err:
         hint = " (--release)" if str(err).startswith("release=") else ""

@@ -22,6 +22,7 @@ from llmbench.job.runner import write_launch_files
 from llmbench.launch.entry import entry_module
 from llmbench.launch.variants import variant_parts
 from llmbench.ranks.entrypoints.common import launch_options
+from llmbench.spec.catalog import load_catalog
 from llmbench.spec.run_ids import RunIdError, sweep_entry_for
 from llmbench.spec.runspec import RunSpec
 from llmbench.spec.yamlfile import read_yaml_file
@@ -90,7 +91,8 @@ def find_spec(args: argparse.Namespace) -> RunSpec:
             if spec.run_id == args.run_id:
                 return spec
     try:
-        entry = sweep_entry_for(args.run_id, args.release)
+        release = None if args.release is None else load_catalog().release_name(args.release)
+        entry = sweep_entry_for(args.run_id, release)
     except RunIdError as err:
         if config is None:
             raise
