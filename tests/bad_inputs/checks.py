@@ -3,11 +3,15 @@ value, no traceback, nothing under results/, nothing submitted."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from llmbench.cli import main
+
+PLAN_SUMMARY = re.compile(r"^\d[\d,]* runs?, up to \d[\d,]* nodes?: ", re.M)
+"""The last line of ``llmbench plan``'s table: the runs, nodes and GPU-hours."""
 
 SUBMIT_TOOLS = ("sbatch", "srun", "salloc", "enroot", "torchrun")
 

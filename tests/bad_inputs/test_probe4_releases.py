@@ -154,7 +154,7 @@ def test_PL31_the_exemplar_with_other_releases_plans_every_run(sandbox, capsys) 
     code, out, _ = plan(config, capsys)
     assert code == 0
     summary = out.strip().splitlines()[-1]
-    assert summary.startswith("40 runs, up to 128 nodes, "), summary
+    assert summary.startswith("40 runs, up to 128 nodes: "), summary
 
 
 def test_PL32_the_exemplar_as_json(sandbox, capsys) -> None:
@@ -175,7 +175,7 @@ def test_PL33_the_exemplar_as_config_yaml_is_refused_without_a_site(tmp_path: Pa
 def test_PL34_an_alias_bomb_is_one_short_line(sandbox, capsys) -> None:
     code, out, err = plan(ALIAS_BOMB, capsys)
     assert code == 2 and out == ""
-    one_error_line(err, "sweeps[0].workload", prefix=PREFIX)
+    one_error_line(err, "more than 1,000,000 values", "alias", prefix=PREFIX)
 
 
 # --- recipes --release -----------------------------------------------------------------

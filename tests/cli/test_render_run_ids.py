@@ -38,19 +38,32 @@ def test_every_catalog_run_id_names_its_own_sweep_entry() -> None:
 
 
 def test_a_catalog_run_id_renders_with_no_config(tmp_path: Path, monkeypatch, capsys) -> None:
-    """The acceptance command: no config names the run, the site has no container."""
+    """The acceptance command: no config names the run; the stock Slurm site runs it in the
+    reference's image, for at least the reference's 2 h."""
     monkeypatch.chdir(tmp_path)  # no config.yaml here
     out = tmp_path / "D"
     assert main(["render", QWEN, "--site", SLURM_SITE, "-o", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == f"{out}: run_spec.json, launch.sh, entry_config.json (nothing submitted)"
-    assert printed[1].startswith("note: the site sets no container (container: none)")
-    assert "nvcr.io/nvidia/nemo:26.06.01" in printed[1]
+    assert printed == [f"{out}: run_spec.json, launch.sh, entry_config.json (nothing submitted)"]
     spec = json.loads((out / "run_spec.json").read_text())
     assert (spec["run_id"], spec["release"], spec["gpus"]) == (QWEN, "v26.08", 256)
-    assert (spec["launcher"], spec["container"]) == ("srun", "none")
+    assert (spec["launcher"], spec["container"]) == ("srun", "enroot")
+    assert spec["image"] == "nvcr.io/nvidia/nemo:26.06.01"
+    assert spec["limits"]["time_limit_s"] >= 2 * 3600
     entry = json.loads((out / "entry_config.json").read_text())
     assert entry["recipe"].endswith("qwen3_235b_a22b_pretrain_config")
+
+
+def test_a_site_without_a_container_renders_with_a_note(tmp_path: Path, capsys) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text(yaml.safe_dump({**yaml.safe_load(Path(SLURM_SITE).read_text()),
+                                    "container": "none"}))  # fmt: skip
+    out = tmp_path / "D"
+    assert main(["render", QWEN, "--site", str(site), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1].startswith("note: the site sets no container (container: none)")
+    assert "nvcr.io/nvidia/nemo:26.06.01" in printed[1]
+    assert json.loads((out / "run_spec.json").read_text())["container"] == "none"
 
 
 def test_the_config_still_gives_steps_and_window(tmp_path: Path, capsys) -> None:

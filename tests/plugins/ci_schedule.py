@@ -8,9 +8,12 @@ import os
 import pytest
 
 SHARED_SWEEP_FILES = (
+    "tests/bad_inputs/test_probe4_workflow_faults.py",
     "tests/kubernetes/test_workflow_kubernetes.py",
+    "tests/proof/test_summary_survives.py",
     "tests/report/test_report_chromium.py",
     "tests/workflow/test_embedded_sweep.py",
+    "tests/workflow/test_sweep_end.py",
     "tests/workflow/test_telemetry_workflow.py",
 )
 """The test files that use ``finished_sweep`` (kept true by tests/test_prerequisites.py)."""
