@@ -84,8 +84,8 @@ OUTCOMES = (
 
 def catalog_specs(steps: int) -> list[dict[str, Any]]:
     """Run specs of every catalog row with MIN_GPUS..MAX_GPUS GPUs, via the real config."""
-    from llmbench.spec.catalog import load_catalog
-    from llmbench.spec.config import run_specs, validate_config
+    from llmbench.core.catalog import load_catalog
+    from llmbench.core.config import run_specs, validate_config
 
     curves: dict[tuple[str, str, str, str, str], set[int]] = {}
     for row in load_catalog().rows():

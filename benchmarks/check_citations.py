@@ -4,13 +4,13 @@ cites: each cited line range must exist at the cited ref and hold its recorded q
     python -m benchmarks.check_citations --repo MB=PATH --repo EP=PATH --repo NeMo=PATH \
         --repo DGXC=PATH --repo MCore=PATH --repo MT=PATH [--json out.json]
 
-``NAME`` is a citation's short repository name (``llmbench.spec.catalog.parity.REPOS``:
+``NAME`` is a citation's short repository name (``llmbench.core.catalog.parity.REPOS``:
 MB = NVIDIA-NeMo/Megatron-Bridge, EP = NVIDIA/exemplar-performance, NeMo = NVIDIA/NeMo,
 DGXC = NVIDIA/dgxc-benchmarking, MCore = NVIDIA/Megatron-LM, MT = AI-Hypercomputer/maxtext);
 ``PATH`` a git clone (or bare mirror) holding the cited refs. Each file is read with
 ``git show REF:PATH``. Prints one line per miss (repository, ref, path, lines, the quote
 expected and the text there), then the counts; exits 1 on any miss, a repository without a
-clone included. The citations and their quotes: ``llmbench.spec.catalog.citations``.
+clone included. The citations and their quotes: ``llmbench.core.catalog.citations``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from llmbench.core.catalog.citations import Cited, catalog_citations, cited_repos, holds, normal
 from llmbench.errors import ConfigError
-from llmbench.spec.catalog.citations import Cited, catalog_citations, cited_repos, holds, normal
 
 SHOWN_CHARS = 160
 """How much of the cited lines a miss shows."""

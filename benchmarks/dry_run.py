@@ -31,9 +31,9 @@ from pathlib import Path
 
 import yaml
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
 from llmbench.launch.variants import VARIANTS
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_SECONDS = 60.0

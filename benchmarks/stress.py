@@ -24,9 +24,9 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+from llmbench.core.config import validate_and_expand
 from llmbench.job.attempts import attempt_outcome
 from llmbench.job.runner import run_attempt
-from llmbench.spec.config import validate_and_expand
 
 
 def _busy() -> None:

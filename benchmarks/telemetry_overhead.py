@@ -43,9 +43,9 @@ from pathlib import Path
 
 import psutil
 
+from llmbench.core.config import validate_and_expand
 from llmbench.job.runner import run_attempt
 from llmbench.parsers import parse_log
-from llmbench.spec.config import validate_and_expand
 from llmbench.telemetry.results import read_step_clock
 from llmbench.telemetry.sampling import TelemetrySettings, sampler_command
 

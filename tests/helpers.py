@@ -25,10 +25,10 @@ from llmbench.aggregate.runs_and_steps import (
     spec_columns,
     steps_table_from_frame,
 )
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.catalog.records import RecipeRow
-from llmbench.spec.catalog.rules import RULES
-from llmbench.spec.config import run_specs, validate_config
+from llmbench.core.catalog import load_catalog
+from llmbench.core.catalog.records import RecipeRow
+from llmbench.core.catalog.rules import RULES
+from llmbench.core.config import run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"

@@ -39,7 +39,7 @@ FRAMEWORKS = frozenset(
      "transformer_engine", "MaxText", "jax"}
 )  # fmt: skip
 """What a framework's container brings for the ranks, beside the standard library."""
-RANKS_MAY_USE = ("llmbench.ranks", "llmbench.spec", "llmbench.errors")
+RANKS_MAY_USE = ("llmbench.ranks", "llmbench.core", "llmbench.errors")
 DEFERRED = frozenset({("llmbench.workflow.sweep", "llmbench.workflow.config_check")})
 """Our modules one module imports inside a function, with a comment: the full config
 check (jsonschema, every catalog file) loads only in the process that runs it, not in

@@ -17,10 +17,10 @@ from llmbench.aggregate.explain import RunFacts, explain, rank, transport
 from llmbench.aggregate.job import OUTPUTS, RESULT_OUTPUTS, aggregate_sweep
 from llmbench.aggregate.result_file import validate
 from llmbench.cli import main
+from llmbench.core.config import run_specs, validate_config
 from llmbench.job.runner import RECORD_SCHEMA_VERSION
 from llmbench.job.train_outputs import write_train_outputs
 from llmbench.parsers.transport import read_transport
-from llmbench.spec.config import run_specs, validate_config
 from tests.helpers import REPO
 
 LOG = REPO / "tests/fixtures/real-logs/nemo2-resiliency-baseline.out"

@@ -7,9 +7,9 @@ import pytest
 
 from llmbench.aggregate.reference import builtin_references, compare, load_references
 from llmbench.aggregate.run_facts import Peak
+from llmbench.core.catalog import published_results
+from llmbench.core.config import run_specs, validate_config
 from llmbench.files.atomic import write_json_atomic
-from llmbench.spec.catalog import published_results
-from llmbench.spec.config import run_specs, validate_config
 from tests.helpers import runs_table_from_records, tiny_sweep
 
 SCALES = [8, 16, 32, 64, 128]

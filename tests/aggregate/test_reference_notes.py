@@ -9,7 +9,7 @@ import pytest
 
 from llmbench.aggregate.explain import RunFacts, reference_row
 from llmbench.aggregate.reference import builtin_references, compare
-from llmbench.spec.catalog.published import load_summaries
+from llmbench.core.catalog.published import load_summaries
 from tests.aggregate.test_reference import sweep_table
 from tests.aggregate.test_reference_verdicts import bridge_log_at
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from llmbench.aggregate.reference import builtin_references, compare, published_summaries
-from llmbench.spec.catalog.published import load_summaries
+from llmbench.core.catalog.published import load_summaries
 from tests.aggregate.test_reference import SCALES, published_8b_bf16, sweep_table
 
 SUMMARY_405B_GB300_FP8 = next(

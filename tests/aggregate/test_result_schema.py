@@ -31,7 +31,7 @@ the documents' schema_version const, and llmbench's writers) and its hash here."
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_a_schema_change_bumps_its_version(name: str) -> None:
-    path = REPO / "src/llmbench/spec/schemas" / SCHEMAS[name]
+    path = REPO / "src/llmbench/core/schemas" / SCHEMAS[name]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     version, pinned = PINNED[name]
     assert schema_version(name) == version, f"{name}: pin the new version {schema_version(name)}"

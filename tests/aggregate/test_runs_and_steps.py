@@ -20,7 +20,7 @@ from llmbench.aggregate.runs_and_steps import (
     runs_table_from_frames,
     steps_table_from_frame,
 )
-from llmbench.spec.config import run_specs, validate_config
+from llmbench.core.config import run_specs, validate_config
 from tests.helpers import REPO, runs_table_from_records, spec_row, tiny_sweep
 
 TRAIN_TOKENS = 1e12

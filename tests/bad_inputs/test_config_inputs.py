@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmbench.core.config import merge_config, workflow_config
 from llmbench.errors import ConfigError
-from llmbench.spec.config import merge_config, workflow_config
 from tests.bad_inputs.cases import ACCEPTED, ALL, REJECTED, ConfigCase, dump
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
 from tests.helpers import REPO, snakemake

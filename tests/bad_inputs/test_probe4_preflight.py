@@ -22,18 +22,18 @@ import yaml
 
 import llmbench.preflight.node as workflow_node
 import llmbench.proof.node as kit_node
+from llmbench.core.config import validate_and_expand
+from llmbench.core.preflight_settings import (
+    CHECKED_NODES_FLOOR,
+    PreflightSettings,
+    resolve_preflight,
+)
 from llmbench.errors import ConfigError
 from llmbench.launch.slurm import NODE_LIST_MAX_BYTES, partition_nodes
 from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.node import node_preflight
 from llmbench.proof.__main__ import main as proof_main
 from llmbench.report.preflight_nodes import nodes_page
-from llmbench.spec.config import validate_and_expand
-from llmbench.spec.preflight_settings import (
-    CHECKED_NODES_FLOOR,
-    PreflightSettings,
-    resolve_preflight,
-)
 from tests.bad_inputs import fake_tools
 from tests.helpers import REPO, snakemake, tiny_config
 

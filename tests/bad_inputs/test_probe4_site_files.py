@@ -4,7 +4,7 @@ command line or that read differently on screen, and YAML alias bombs, each refu
 one line by `llmbench plan --site` and by the workflow's check alike; the values that
 stay accepted reach no shell.
 
-The site file goes through the one YAML loader (``llmbench.spec.yamlfile``) under `plan`,
+The site file goes through the one YAML loader (``llmbench.core.yamlfile``) under `plan`,
 and through Snakemake's own loader under the workflow (``--configfile``): both meet the
 same limits (``check_size``)."""
 
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
+from llmbench.core.value_checks import MAX_VALUE_CHARS
+from llmbench.core.yamlfile import MAX_VALUES, load_yaml_text, read_yaml_file
 from llmbench.errors import ConfigError
-from llmbench.spec.value_checks import MAX_VALUE_CHARS
-from llmbench.spec.yamlfile import MAX_VALUES, load_yaml_text, read_yaml_file
 from llmbench.workflow.config_check import check_workflow_config
 from tests.bad_inputs.cases import BASE
 from tests.bad_inputs.checks import PLAN_SUMMARY, assert_untouched, one_error_line, run_cli
@@ -250,7 +250,7 @@ def test_the_loader_refuses_self_reference_and_deep_nesting(text, words, tmp_pat
 
 
 def test_every_yaml_llmbench_reads_goes_through_the_one_loader() -> None:
-    """No module of the package parses YAML but ``llmbench.spec.yamlfile`` (dumping is
+    """No module of the package parses YAML but ``llmbench.core.yamlfile`` (dumping is
     fine): a new reader would miss the limits."""
     offenders = []
     for path in sorted((REPO / "src/llmbench").rglob("*.py")):

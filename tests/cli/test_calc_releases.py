@@ -12,8 +12,8 @@ import pytest
 
 from llmbench.aggregate.run_facts import peak_for
 from llmbench.cli import main
-from llmbench.spec.catalog.published import load_summaries
-from llmbench.spec.config import run_specs, validate_config
+from llmbench.core.catalog.published import load_summaries
+from llmbench.core.config import run_specs, validate_config
 from tests.aggregate.test_runs_and_steps import SUMMARY
 from tests.helpers import runs_table_from_records
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from llmbench.cli import main
-from llmbench.spec import metrics
-from llmbench.spec.catalog import ROW_FIELDS, load_catalog
+from llmbench.core import metrics
+from llmbench.core.catalog import ROW_FIELDS, load_catalog
 
 CAT = load_catalog()
 

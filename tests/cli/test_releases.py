@@ -13,8 +13,8 @@ import yaml
 
 from llmbench.cli import main as cli_main
 from llmbench.cli.commands.render import ENTRY_CONFIG_FILE, render_run
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import check_experiment
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import check_experiment
 from tests.helpers import REPO, snakemake
 
 CATALOG = load_catalog()

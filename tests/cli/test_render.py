@@ -13,11 +13,11 @@ import yaml
 
 from llmbench.cli import main as cli_main
 from llmbench.cli.commands.render import ENTRY_CONFIG_FILE, render_run
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import check_experiment
 from llmbench.job.runner import run_attempt
 from llmbench.launch.entry import ENTRY_MODULES
 from llmbench.launch.launchers import render_launch_script
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import check_experiment
 from tests.helpers import REPO, tiny_config
 
 CATALOG = [row for w in load_catalog().workloads() for row in load_catalog().rows(w)]

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from llmbench.cli import main
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.run_ids import sweep_entry_for
 from llmbench.errors import ConfigError
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.run_ids import sweep_entry_for
 from tests.bad_inputs.checks import one_error_line, run_cli
 from tests.helpers import REPO
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from llmbench.core.config import validate_and_expand
+from llmbench.core.limits import RunLimits
+from llmbench.core.runspec import RunSpec
 from llmbench.job.attempts import attempt_outcome, retry_token, run_or_salvage
 from llmbench.job.runner import run_attempt
-from llmbench.spec.config import validate_and_expand
-from llmbench.spec.limits import RunLimits
-from llmbench.spec.runspec import RunSpec
 from tests.helpers import REPO, tiny_config
 
 STEPS = 10

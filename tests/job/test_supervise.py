@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from llmbench.core.limits import RunLimits
 from llmbench.job.supervise import STOP_SIGNALS, Ended, Outcome, last_line, supervise
-from llmbench.spec.limits import RunLimits
 
 
 def pids_in(log: Path) -> list[int]:
@@ -119,7 +119,7 @@ def test_environment_and_folder_reach_the_command(tmp_path) -> None:
 SUPERVISOR = """
 import sys
 from pathlib import Path
-from llmbench.spec.limits import RunLimits
+from llmbench.core.limits import RunLimits
 from llmbench.job.supervise import supervise
 script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"
 supervise(["bash", "-c", script], Path(sys.argv[1]), RunLimits(600, 600, 600), poll_s=0.2)
@@ -191,7 +191,7 @@ job.wait()
 JOB = """
 import sys
 from pathlib import Path
-from llmbench.spec.limits import RunLimits
+from llmbench.core.limits import RunLimits
 from llmbench.job.supervise import supervise
 from llmbench.job.sweep_processes import workflow_process
 script = "setsid bash -c 'echo pid=$$; exec sleep 300' & echo pid=$$; exec sleep 300"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest_yaml, submit_and_wait
 from llmbench.parsers import parse_log
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
 from tests.kubernetes.standin_apiserver import StandInApiServer
 
 

@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 import yaml
 
+from llmbench.core.catalog.parity import resolve_parity
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
 from llmbench.launch.launchers import render_launch_script
-from llmbench.spec.catalog.parity import resolve_parity
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"

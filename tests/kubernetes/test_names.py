@@ -1,14 +1,14 @@
-"""The Kubernetes name rules (llmbench.spec.kubernetes_names) at their edges, and every name and
+"""The Kubernetes name rules (llmbench.core.kubernetes_names) at their edges, and every name and
 label llmbench itself writes into a manifest, for every run of the catalog, within them."""
 
 from __future__ import annotations
 
 import pytest
 
+from llmbench.core import kubernetes_names as k8s
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import check_config
 from llmbench.launch.kubernetes import KubernetesSite, render_manifest
-from llmbench.spec import kubernetes_names as k8s
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import check_config
 
 SUBDOMAIN_253 = ".".join(["a" * 63] * 3 + ["b" * 61])
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError
 from llmbench.launch.launchers import check_platforms, render_launch_script
 from llmbench.launch.runai import RunaiClient, RunaiSite, render_payload_json, submit_and_wait
 from llmbench.parsers import parse_log
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
 from tests.kubernetes.standin_apiserver import RUNAI_PROJECT, StandInApiServer
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from llmbench.core.catalog import RecipeRow, load_catalog
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.variants import VARIANTS
-from llmbench.spec.catalog import RecipeRow, load_catalog
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
 from tests.helpers import tiny_config
 
 EXAMPLE_IMAGES = {

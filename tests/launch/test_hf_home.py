@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.config import check_config
+from llmbench.core.site_fit import needs_hf_home
 from llmbench.job.runner import run_attempt
-from llmbench.spec.config import check_config
-from llmbench.spec.site_fit import needs_hf_home
 from llmbench.workflow.wiring import launch_env
 
 RECORDER = """import json, os, sys

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.config import config_schema, run_specs, validate_config
+from llmbench.core.launchers import LAUNCHER_TRAITS, cluster_type, is_platform, launcher_traits
 from llmbench.launch.launchers import LAUNCHERS, Launcher, launcher_for, render_launch_script
-from llmbench.spec.config import config_schema, run_specs, validate_config
-from llmbench.spec.launchers import LAUNCHER_TRAITS, cluster_type, is_platform, launcher_traits
 from tests.helpers import REPO, tiny_config
 
 NAMES = frozenset(LAUNCHER_TRAITS)
 REGISTRIES = {
-    REPO / "src/llmbench/spec/launchers.py",
+    REPO / "src/llmbench/core/launchers.py",
     REPO / "src/llmbench/launch/launchers.py",
 }
 """The only files that may say which launcher is which."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.slurm import job_state, job_time_min, slurm_resources
-from llmbench.spec.runspec import RunSpec
 from tests.launch.cases import first_scale_specs
 
 

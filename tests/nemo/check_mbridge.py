@@ -21,8 +21,8 @@ from pathlib import Path
 import mbridge_stand_ins  # beside this script
 from case_runner import run_cases  # beside this script (run as a file)
 
+from llmbench.core.runspec import RunSpec, parity_settings
 from llmbench.ranks.entrypoints import megatron_bridge
-from llmbench.spec.runspec import RunSpec, parity_settings
 
 
 def versions() -> dict[str, str]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
+from llmbench.core.runspec import parity_settings as settings
 from llmbench.ranks.entrypoints import megatron_bridge
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.runspec import parity_settings as settings
 
 pytestmark = pytest.mark.mbridge
 

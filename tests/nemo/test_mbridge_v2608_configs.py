@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.runspec import parity_settings as settings
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
+from llmbench.core.runspec import parity_settings as settings
 from tests.nemo.test_mbridge_configs import UNKNOWN, _expected
 
 pytestmark = pytest.mark.mbridge

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from llmbench.aggregate.run_facts import model_flops
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.flops import ModelShape, model_flops_per_sample
+from llmbench.core.catalog import load_catalog
+from llmbench.core.flops import ModelShape, model_flops_per_sample
 from tests.nemo.test_nemo_recipes import catalog_specs, nemo_env
 
 pytestmark = pytest.mark.nemo

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.shell import join
 from llmbench.launch.variants import variant_parts
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import RunSpec
 
 pytestmark = pytest.mark.nemo
 

@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from llmbench.core.stage import VENV_MARKER
 from llmbench.setup.venv import build_venv
-from llmbench.spec.stage import VENV_MARKER
 
 REPO = Path(__file__).resolve().parents[2]
 NEMO_REQUIREMENTS = REPO / "envs" / "venv-nemo2.txt"

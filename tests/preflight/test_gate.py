@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.errors import ConfigError
 from llmbench.preflight.gate import gate, nodes_table
 from llmbench.preflight.gate_job import write_gate
 from llmbench.preflight.gpu import expected_bandwidth
-from llmbench.spec.preflight_settings import PreflightSettings
 
 
 def settings(gpu_type: str = "cpu", needed: int = 1) -> PreflightSettings:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.preflight.gpu import dcgm_failures, parse_health_csv, parse_nccl_tests
 from llmbench.preflight.node import fabric_result, gpu_result, render_fabric, render_gpu_preflight
-from llmbench.spec.preflight_settings import PreflightSettings
 from tests.helpers import REPO
 
 HEALTH = """\

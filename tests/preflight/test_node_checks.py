@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.preflight.checks import (
     cpu_governor_check,
     ecc_check,
@@ -27,7 +28,6 @@ from llmbench.preflight.checks import (
 from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.gpu import HEALTH_FIELDS
 from llmbench.preflight.node import node_preflight
-from llmbench.spec.preflight_settings import PreflightSettings
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "node-checks"
 ALL_REDUCE = Path(__file__).parent / "fixtures" / "all_reduce_perf.txt"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from llmbench.core.config import validate_and_expand
+from llmbench.core.preflight_settings import resolve_preflight
 from llmbench.errors import ConfigError
 from llmbench.preflight.allreduce import bus_factor, measure_allreduce
 from llmbench.preflight.node import message_sizes
-from llmbench.spec.config import validate_and_expand
-from llmbench.spec.preflight_settings import resolve_preflight
 from tests.helpers import tiny_config
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from llmbench.core.limits import RunLimits
+from llmbench.core.runspec import RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
@@ -27,8 +29,6 @@ from llmbench.proof.summary import build_summary, first_error, run_rows, step_re
 from llmbench.proof.wheels import pin_problems, read_pins, wheel_problems
 from llmbench.ranks.entrypoints.megatron_core import expected_parameters
 from llmbench.report.cuda_summary import datasheet_peak
-from llmbench.spec.limits import RunLimits
-from llmbench.spec.runspec import RUN_ID_PATTERN
 from tests.helpers import REPO, missing_prerequisite
 
 KIT = REPO / "benchmarks/gpu_proof"

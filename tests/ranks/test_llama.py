@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from llmbench.core.embedded_workload import SIZES  # noqa: E402
 from llmbench.ranks.embedded.llama import LlamaForCausalLM, LlamaShape  # noqa: E402
-from llmbench.spec.embedded_workload import SIZES  # noqa: E402
 
 TINY = SIZES["tiny"]
 SHAPE = LlamaShape(

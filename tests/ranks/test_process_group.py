@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
+from llmbench.core.limits import RunLimits
 from llmbench.job.supervise import Ended, supervise
-from llmbench.spec.limits import RunLimits
 from tests.helpers import REPO
 
 CYCLES = 40

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config
 from llmbench.report.scaling_plots import (
     END_LABEL,
     TRACE_COLUMNS,
@@ -25,8 +27,6 @@ from llmbench.report.scaling_plots import (
     plot_group,
     read_group,
 )
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config
 from tests.helpers import nemo_8b, sweep_tables, tiny_cpu, tiny_sweep
 
 # The figures the module documents, each written as SVG and PNG when it has data.

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.images import parse_image, sqsh_name
 from llmbench.errors import LaunchError
 from llmbench.setup.containers import import_command, import_image
-from llmbench.spec.images import parse_image, sqsh_name
 from tests.helpers import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"

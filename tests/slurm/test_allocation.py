@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from llmbench.core.config import run_specs, validate_config
 from llmbench.launch.slurm import slurm_resources
-from llmbench.spec.config import run_specs, validate_config
 from tests.helpers import REPO
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES
 
@@ -29,7 +29,7 @@ NODE_CPUS, NODE_MEM_MB = 16, 64000
 
 SNAKEFILE = """
 import os
-from llmbench.spec.config import run_specs, validate_config
+from llmbench.core.config import run_specs, validate_config
 from llmbench.launch.slurm import SBATCH_ENVIRONMENT, slurm_resources
 
 for name, value in SBATCH_ENVIRONMENT.items():  # as workflow/rules/common.smk

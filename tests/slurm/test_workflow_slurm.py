@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from llmbench.spec.config import site_keys_in
+from llmbench.core.config import site_keys_in
 from tests.helpers import REPO, TINY_STEPS, snakemake, write_config
 from tests.slurm.conftest import SLURM_CONFIG as CONFIG
 from tests.slurm.conftest import SLURM_TEST_OVERRIDES, allocations, most_at_once

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from llmbench.core.config import validate_and_expand
+from llmbench.core.preflight_settings import resolve_preflight
+from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
 from llmbench.report.cuda_summary import datasheet_peak
 from llmbench.report.telemetry_plot import plot_group_telemetry
-from llmbench.spec.config import validate_and_expand
-from llmbench.spec.preflight_settings import resolve_preflight
-from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from tests.helpers import tiny_config
 
 

@@ -52,7 +52,7 @@ def test_a_job_reads_the_checked_config_back(tmp_path: Path) -> None:
     code, stderr = in_job(tmp_path, "tiny-llama_tiny_fp32_cpux2_perf")
     assert code == 0, stderr[-3000:]
     assert imported(stderr, "llmbench.workflow.spec_cache")
-    assert not imported(stderr, "llmbench.spec.config")  # no schema check, no expansion
+    assert not imported(stderr, "llmbench.core.config")  # no schema check, no expansion
 
 
 def test_a_changed_config_is_checked_again_in_the_job(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_a_changed_config_is_checked_again_in_the_job(tmp_path: Path) -> None:
 
     code, stderr = in_job(tmp_path, "tiny-llama_tiny_fp32_cpux3_perf")
     assert code == 0, stderr[-3000:]
-    assert imported(stderr, "llmbench.spec.config")
+    assert imported(stderr, "llmbench.core.config")
 
     write_config(tmp_path, tiny_config((1, 2), steps=3))  # refused: the window
     code, stderr = in_job(tmp_path, "tiny-llama_tiny_fp32_cpux1_perf")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.spec.stage import VENV_MARKER
+from llmbench.core.stage import VENV_MARKER
 from tests.helpers import REPO, snakemake, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.config import run_specs, validate_config, workflow_config
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.variants import VARIANTS
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.config import run_specs, validate_config, workflow_config
-from llmbench.spec.runspec import RunSpec
 from llmbench.workflow import spec_cache
 from tests.helpers import tiny_config
 

@@ -25,10 +25,10 @@ import pytest
 
 from llmbench.aggregate.reference import SOCKET_FALLBACK_REASON
 from llmbench.aggregate.result_file import validate
+from llmbench.core.config import run_specs, validate_config
 from llmbench.job.attempts import train_job
 from llmbench.job.runner import RECORD_FILE
 from llmbench.job.train_outputs import write_train_outputs
-from llmbench.spec.config import run_specs, validate_config
 from llmbench.workflow.wiring import launch_env
 from tests.helpers import REPO, snakemake, workflow_config, write_config
 

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
-from llmbench.spec.config import run_specs, validate_and_expand, validate_config
+from llmbench.core.config import run_specs, validate_and_expand, validate_config
 from llmbench.workflow.wiring import (
     label_values,
     launch_env,

@@ -2,7 +2,7 @@
 # (llmbench.workflow.sweep); the other .smk files only wire those values to rules.
 from pathlib import Path
 
-from llmbench.spec.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
+from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.workflow.finish import print_summary
 from llmbench.workflow.sweep import load_sweep
 

@@ -1,7 +1,7 @@
+from llmbench.core.preflight_settings import settings_from_dict
 from llmbench.errors import LlmbenchError, exit_with_error
 from llmbench.files.job_log import job_log
 from llmbench.preflight.gate_job import write_gate
-from llmbench.spec.preflight_settings import settings_from_dict
 
 job_log(snakemake.log[0], list(snakemake.output))
 try:

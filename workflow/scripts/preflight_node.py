@@ -1,9 +1,9 @@
 from pathlib import Path
 
+from llmbench.core.preflight_settings import settings_from_dict
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.job_log import job_log
 from llmbench.preflight.node import node_preflight
-from llmbench.spec.preflight_settings import settings_from_dict
 
 job_log(snakemake.log[0], list(snakemake.output))
 output = Path(snakemake.output.result)

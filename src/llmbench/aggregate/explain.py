@@ -35,8 +35,8 @@ import pandas as pd
 
 from llmbench.aggregate.explain_transport import transport
 from llmbench.aggregate.explanation import Explanation, Item, RunFacts, rank, row_value
+from llmbench.core.catalog import published_results
 from llmbench.launch.slurm import expand_nodelist
-from llmbench.spec.catalog import published_results
 from llmbench.telemetry.energy import THROTTLE_FRACTION
 
 CLOCK_SOURCE = (

@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llmbench.core.catalog import load_catalog, published_results
+from llmbench.core.catalog.published import PublishedResult, load_summaries
+from llmbench.core.yamlfile import read_yaml_file
 from llmbench.errors import ConfigError
-from llmbench.spec.catalog import load_catalog, published_results
-from llmbench.spec.catalog.published import PublishedResult, load_summaries
-from llmbench.spec.yamlfile import read_yaml_file
 
 REFERENCE_KEYS = ("workload", "size", "dtype", "gpu_type", "gpus", "scaling")
 REFERENCE_COLUMNS = (*REFERENCE_KEYS, "step_time_s", "source")

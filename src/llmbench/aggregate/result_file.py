@@ -62,7 +62,7 @@ TABLE_FILES = {"runs_table": "tables/runs.parquet", "runs_csv": "tables/runs.csv
 @cache
 def schema(name: str) -> dict[str, Any]:
     """One of ``SCHEMAS`` (the package's copy; ``schemas/`` at the top level links it)."""
-    text = resources.files("llmbench.spec").joinpath(f"schemas/{SCHEMAS[name]}").read_text()
+    text = resources.files("llmbench.core").joinpath(f"schemas/{SCHEMAS[name]}").read_text()
     return json.loads(text)
 
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llmbench.spec import flops as flops_mod
-from llmbench.spec import metrics
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.catalog.records import precision_of
+from llmbench.core import flops as flops_mod
+from llmbench.core import metrics
+from llmbench.core.catalog import load_catalog
+from llmbench.core.catalog.records import precision_of
 
 
 @dataclass(frozen=True)

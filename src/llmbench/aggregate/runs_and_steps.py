@@ -27,10 +27,10 @@ from llmbench.aggregate.run_facts import (
     run_model,
     run_precision,
 )
+from llmbench.core import metrics
+from llmbench.core.launchers import cluster_type
+from llmbench.core.runspec import DEFAULT_RELEASE
 from llmbench.job.outcome import run_outcome
-from llmbench.spec import metrics
-from llmbench.spec.launchers import cluster_type
-from llmbench.spec.runspec import DEFAULT_RELEASE
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
 TRANSPORT_DTYPES: dict[str, str] = {
@@ -307,7 +307,7 @@ def runs_table_from_frames(
     implementation of every derived metric; it must scale to 100,000 runs).
 
     tokens_per_s, days_to_train, achieved_tflops_per_gpu and mfu are the formulas of
-    ``llmbench.spec.metrics`` applied to whole columns. Null where the step time is not a
+    ``llmbench.core.metrics`` applied to whole columns. Null where the step time is not a
     positive number, and mfu null where the peak is unknown (docs/tables.md). ``energy``:
     one ``llmbench.telemetry.energy.WindowEnergy`` row per run (same order), else NaN
     with the reason that no telemetry was read. ``transport``: one transport report per
@@ -327,7 +327,7 @@ def runs_table_from_frames(
             values = pd.to_numeric(summ[col], errors="coerce")
         out[col] = values.to_numpy()
     out["logged_tflops_per_gpu_mean"] = out.pop("tflops_per_gpu_mean")
-    # the formulas of llmbench.spec.metrics, on whole columns; null where the step time is not
+    # the formulas of llmbench.core.metrics, on whole columns; null where the step time is not
     # a positive finite number (a NaN step time propagates)
     step = out["step_time_mean_s"].astype(float)
     step_ok = step.where(step.gt(0) & step.lt(math.inf))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from llmbench.core.config import load_config
 from llmbench.errors import ConfigError
 from llmbench.history.store import History, open_history
-from llmbench.spec.config import load_config
 
 
 def history_from(option: str | None, config_path: str | Path) -> History | None:

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
+from llmbench.core.stage import IMAGES_DIR, VENV_DIR, VENV_MARKER
 from llmbench.errors import ConfigError
 from llmbench.files.regular_file import read_regular, why_unreadable
 from llmbench.job import provenance
 from llmbench.launch import slurm
-from llmbench.spec.stage import IMAGES_DIR, VENV_DIR, VENV_MARKER
 
 SCHEMA_VERSION = 1
 """Version of the history's tables; raised when a column changes meaning or is renamed

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import LlmbenchError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job.outcome import run_outcome
@@ -38,7 +39,6 @@ from llmbench.job.supervise import Ended
 from llmbench.launch.slurm import SLURM_FAILURE_STATES, job_state
 from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
-from llmbench.spec.runspec import RunSpec
 from llmbench.telemetry.sampling import TelemetrySettings
 
 SUMMARY_FILE = "summary.json"

@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.launchers import is_platform, launcher_traits
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import ParseError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job import provenance
@@ -35,8 +37,6 @@ from llmbench.launch.launchers import launcher_for
 from llmbench.launch.script import LOG_FILE, SPEC_FILE
 from llmbench.launch.slurm import job_nodelist
 from llmbench.parsers import parse_log
-from llmbench.spec.launchers import is_platform, launcher_traits
-from llmbench.spec.runspec import RunSpec
 from llmbench.telemetry.sampling import TelemetrySettings, sampling
 
 ATTEMPT_PREFIX = "attempt-"

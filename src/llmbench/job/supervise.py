@@ -41,8 +41,8 @@ from pathlib import Path
 
 import psutil
 
+from llmbench.core.limits import RunLimits
 from llmbench.ranks.stack_dumps import STACK_SIGNAL, catches_stack_signal, drop_empty_stack_files
-from llmbench.spec.limits import RunLimits
 
 POLL_S = 2.0
 GRACE_S = 15.0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from llmbench.core.runspec import RunSpec
+from llmbench.core.runspec import parity_settings as settings
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.runspec import parity_settings as settings
 
 SPEC_FILE = "run_spec.json"
 

@@ -29,12 +29,12 @@ from typing import Any
 
 import yaml
 
+from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.runspec import RunSpec
+from llmbench.core.yamlfile import load_yaml_text
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
-from llmbench.spec.launchers import LAUNCHER_TRAITS
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.yamlfile import load_yaml_text
 
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"

@@ -5,9 +5,9 @@ written beside it, how the train job waits on it (the ranks it may reach outside
 process tree), whether the train job samples its own node, what the platform must be
 given before a sweep starts, and what it adds to the attempt's record (cluster type,
 workload id, a failure reason only the platform knows). What each launcher *is* (where
-its ranks run, its profile block) is its ``llmbench.spec.launchers`` record.
+its ranks run, its profile block) is its ``llmbench.core.launchers`` record.
 
-Adding a launcher: its record in ``spec.launchers.LAUNCHER_TRAITS``, the schema's enum, a
+Adding a launcher: its record in ``core.launchers.LAUNCHER_TRAITS``, the schema's enum, a
 subclass here with its ``render``, and one module for the outside system it talks to.
 No code elsewhere branches on a launcher's name (``tests/launch/test_launchers.py``).
 """
@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch import kubernetes, runai, script
 from llmbench.launch.slurm import step_task_pids
-from llmbench.spec.launchers import LAUNCHER_TRAITS, LauncherTraits
-from llmbench.spec.runspec import RunSpec
 
 GENERIC_REASONS = frozenset({"", "job_failed"})
 """Platform verdicts that add nothing to what the log and exit code say."""

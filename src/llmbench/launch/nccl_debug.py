@@ -14,8 +14,8 @@ framework's business.
 
 from __future__ import annotations
 
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.shell import Raw, Word
-from llmbench.spec.runspec import RunSpec
 
 DEBUG_FILE_PREFIX = "nccl-debug."
 """Each process's file in the attempt folder: ``nccl-debug.<host>.<pid>.log``."""

@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.runspec import RunSpec
+from llmbench.core.value_checks import DEFAULT_SECRET_ENV
 from llmbench.errors import LaunchError
 from llmbench.launch.kubernetes import (
     PLATFORM_FILE,
@@ -46,9 +49,6 @@ from llmbench.launch.kubernetes import (
     write_record,
 )
 from llmbench.launch.shell import join
-from llmbench.spec.launchers import LAUNCHER_TRAITS
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.value_checks import DEFAULT_SECRET_ENV
 
 PAYLOAD_FILE = "payload.json"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})

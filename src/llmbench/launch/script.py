@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from llmbench import __version__
+from llmbench.core.runspec import RunSpec
+from llmbench.core.site_fit import launcher_refusal, needs_hf_home
+from llmbench.core.stage import image_import
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import (
     ENTRY_MODULES,
@@ -26,9 +29,6 @@ from llmbench.launch.srun import (
     srun_words,
 )
 from llmbench.launch.variants import variant_parts
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.site_fit import launcher_refusal, needs_hf_home
-from llmbench.spec.stage import image_import
 
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "header", "render_local", "render_srun"]
 

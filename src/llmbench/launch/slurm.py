@@ -22,16 +22,16 @@ from typing import Any
 
 import psutil
 
+from llmbench.core.limits import RunLimits
+from llmbench.core.preflight_settings import NODE_PATTERN, ListedNodes
+from llmbench.core.runspec import RunSpec, parity_settings
 from llmbench.errors import ConfigError
 from llmbench.files.tool_output import first_line, run_tool
-from llmbench.spec.limits import RunLimits
-from llmbench.spec.preflight_settings import NODE_PATTERN, ListedNodes
-from llmbench.spec.runspec import RunSpec, parity_settings
 
 EXTRA_OPTIONS = ("reservation", "nodelist", "exclude", "segment")
 JOB_OVERHEAD_MIN = 5
 """Added to a run's time limit for its Slurm job: Snakemake's start inside the job, the log
-parse. The run's own limit (``llmbench.spec.limits``) is the one answer to how long it may take."""
+parse. The run's own limit (``llmbench.core.limits``) is the one answer to how long it may take."""
 
 
 def job_time_min(limits: RunLimits) -> int:

@@ -3,12 +3,12 @@ enroot image through pyxis (``--container-*`` options)."""
 
 from __future__ import annotations
 
+from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.site_fit import needs_hf_home
+from llmbench.core.stage import ImageImport
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import CONTAINER_SRC
 from llmbench.launch.shell import Raw, Word
-from llmbench.spec.runspec import RunSpec, parity_settings
-from llmbench.spec.site_fit import needs_hf_home
-from llmbench.spec.stage import ImageImport
 
 MASTER_PORT_BASE = 20000
 MASTER_PORT_SPAN = 20000

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmbench.core.profiling import default_profile, parse_ranks
+from llmbench.core.runspec import RunSpec
+from llmbench.core.stage import save_run_of
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word, join
-from llmbench.spec.profiling import default_profile, parse_ranks
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.stage import save_run_of
 
 VARIANTS = ("perf", "profile", "nccltrace", "ckpt-save", "ckpt-load")
 

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from llmbench.core.metrics import DEFAULT_WINDOW
 from llmbench.errors import ConfigError, ParseError
 from llmbench.parsers import steps as step_lines
 from llmbench.parsers.failures import FAILURE_NEEDLES, FailureTracker
@@ -34,7 +35,6 @@ from llmbench.parsers.scan import (
 from llmbench.parsers.summary import LogSummary, RunFacts, summarize
 from llmbench.parsers.vocabulary import Framework, Reason
 from llmbench.parsers.window import Window, as_window, cadence_is_clear
-from llmbench.spec.metrics import DEFAULT_WINDOW
 
 DEFAULT_TAIL_BYTES = 32 << 20
 """Failure markers are looked for in the last 32 MiB only: a failure ends the job, so its

@@ -1,6 +1,6 @@
 """The per-log summary: window statistics and a status, apart from the line parsing.
 
-Window statistics use ``llmbench.spec.metrics.mean_std`` (population std, ddof=0), as the
+Window statistics use ``llmbench.core.metrics.mean_std`` (population std, ddof=0), as the
 recipes' parse scripts do. The window is applied to iterations as the framework numbers
 them (see ``ITERATION_BASE`` and docs/log-formats.md), at the log's cadence
 (``llmbench.parsers.window``).
@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
+from llmbench.core.catalog import load_catalog
+from llmbench.core.metrics import DEFAULT_WINDOW, mean_std
 from llmbench.parsers.printed_config import PrintedInterval
 from llmbench.parsers.vocabulary import ITERATION_BASE, Framework, Reason, Status
 from llmbench.parsers.window import (
@@ -25,8 +27,6 @@ from llmbench.parsers.window import (
     printed_interval_fits,
     select,
 )
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.metrics import DEFAULT_WINDOW, mean_std
 
 MAX_STEP_TIME_S = 86_400.0
 """A step time longer than a day is not a measurement of a training step."""

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from llmbench.core.metrics import DEFAULT_WINDOW
 from llmbench.errors import ConfigError
-from llmbench.spec.metrics import DEFAULT_WINDOW
 
 _RANGE = re.compile(r"^\s*(\d{1,12})\s*-\s*(\d{1,12})\s*$")
 _LAST = re.compile(r"^\s*last\s*:\s*(\d+)\s*$")

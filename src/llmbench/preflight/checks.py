@@ -35,8 +35,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.yamlfile import load_yaml_text
 from llmbench.files.regular_file import read_regular
-from llmbench.spec.yamlfile import load_yaml_text
 
 STATUSES = ("pass", "warn", "exclude", "skipped")
 KMSG = "dev/kmsg"

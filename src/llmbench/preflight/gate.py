@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.errors import ConfigError
 from llmbench.preflight.gpu import expected_bandwidth
-from llmbench.spec.preflight_settings import PreflightSettings
 
 NODE_DTYPES = {
     "node": "string",

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.files.atomic_tables import write_parquet_atomic
 from llmbench.preflight.gate import gate, nodes_table
 from llmbench.report.preflight_nodes import nodes_page
-from llmbench.spec.preflight_settings import PreflightSettings
 
 
 def write_gate(

@@ -29,7 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from llmbench.spec.yamlfile import load_yaml_text
+from llmbench.core.yamlfile import load_yaml_text
 from llmbench.telemetry.nvidia_smi import field_name, value_number
 
 HEALTH_FIELDS = (

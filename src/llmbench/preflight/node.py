@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.files.tool_output import MAX_OUTPUT_BYTES, run_tool
 from llmbench.launch.shell import Raw, Word, join
 from llmbench.preflight.allreduce import measure_allreduce
@@ -46,7 +47,6 @@ from llmbench.preflight.gpu import (
     parse_nvlink_status,
 )
 from llmbench.preflight.sections import SECTION, endings, run_section, sections
-from llmbench.spec.preflight_settings import PreflightSettings
 
 CHECK_LIMITS_S = {
     "health": 60,

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from llmbench.core.limits import RunLimits
 from llmbench.files.atomic import write_json_atomic
 from llmbench.proof.environment import environment
 from llmbench.proof.framework import SIZES, run_framework
@@ -18,7 +19,6 @@ from llmbench.proof.node import node_checks
 from llmbench.proof.summary import write_summary
 from llmbench.proof.tables import combined_tables
 from llmbench.proof.wheels import pin_problems, wheel_problems
-from llmbench.spec.limits import RunLimits
 from llmbench.text import counted
 
 DTYPES = ("fp32", "bf16")

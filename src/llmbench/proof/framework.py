@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core import embedded_workload
+from llmbench.core.flops import ModelShape
+from llmbench.core.limits import RunLimits
+from llmbench.core.runspec import ModelFields, Parallelism, RunSpec
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job.attempts import SUMMARY_FILE, attempt_outcome
 from llmbench.job.runner import RECORD_FILE, run_attempt
 from llmbench.job.train_outputs import write_train_outputs
 from llmbench.launch.entry import SPEC_FILE
-from llmbench.spec import embedded_workload
-from llmbench.spec.flops import ModelShape
-from llmbench.spec.limits import RunLimits
-from llmbench.spec.runspec import ModelFields, Parallelism, RunSpec
 from llmbench.telemetry.sampling import TelemetrySettings
 
 WORKLOAD = "mcore-gpt"

@@ -26,6 +26,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.embedded_workload import CUDA_GPU_TYPE
+from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.tool_output import run_tool
 from llmbench.preflight.allreduce import measure_allreduce
@@ -38,8 +40,6 @@ from llmbench.preflight.gpu import (
 )
 from llmbench.preflight.node import cpu_preflight, gpu_result, message_sizes
 from llmbench.preflight.sections import SECTION, endings, run_section, sections
-from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
-from llmbench.spec.preflight_settings import PreflightSettings
 from llmbench.telemetry.nvidia_smi import field_name
 
 NODE_FILE = "node.json"

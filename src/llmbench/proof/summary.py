@@ -20,12 +20,12 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.core.embedded_workload import CUDA_GPU_TYPE
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.proof.framework import FRAMEWORK_FILE, last_line
 from llmbench.proof.node import NODE_FILE
 from llmbench.proof.tables import FRAMEWORK_RESULTS, TABLES, WORKFLOW_RESULTS
 from llmbench.report.cuda_summary import datasheet_peak
-from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
 
 STEPS_DIR = "steps"
 SUMMARY_JSON = "summary.json"

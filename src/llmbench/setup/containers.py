@@ -11,8 +11,8 @@ import secrets
 import subprocess
 from pathlib import Path
 
+from llmbench.core.images import ARCHES, parse_image
 from llmbench.errors import LaunchError
-from llmbench.spec.images import ARCHES, parse_image
 
 
 def import_command(

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.config import local_cpu_runs, workflow_config
+from llmbench.core.site_fit import site_refusal
 from llmbench.errors import ConfigError
 from llmbench.launch.launchers import check_platforms
-from llmbench.spec.config import local_cpu_runs, workflow_config
-from llmbench.spec.site_fit import site_refusal
 from llmbench.workflow.spec_cache import Checked, write_specs
 
 
@@ -23,9 +23,9 @@ def check_workflow_config(
     warn: Callable[[str], None] | None = None,
     cache: str | Path | None = None,
 ) -> Checked:
-    """``llmbench.spec.config.workflow_config`` and the platform launchers' site values, as
+    """``llmbench.core.config.workflow_config`` and the platform launchers' site values, as
     ``llmbench plan`` checks them, then whether the site can run every run
-    (``llmbench.spec.site_fit``: plan only warns); raises ``ConfigError`` (one line).
+    (``llmbench.core.site_fit``: plan only warns); raises ``ConfigError`` (one line).
     With ``cache`` (the main process), the result is stored there for the processes
     inside jobs."""
     checked = workflow_config(overrides, path, base_dirs, warn=warn)

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
+from llmbench.core.runspec import RunSpec
 from llmbench.files.atomic import write_text_atomic
-from llmbench.spec.runspec import RunSpec
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 ENVIRONMENT_KEYS = ("LOAD_CHECKPOINT_PATH", "HF_HOME")
-"""Environment variables the config check reads (llmbench.spec.config, spec.site_fit)."""
+"""Environment variables the config check reads (llmbench.core.config, spec.site_fit)."""
 
 Checked = tuple[dict[str, Any], list[RunSpec]]
 

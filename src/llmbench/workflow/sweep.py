@@ -19,18 +19,11 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmbench.errors import ConfigError, exit_with_error
-from llmbench.files.disk_space import free_bytes, low_space, not_writable
-from llmbench.history.sweep import config_sha256
-from llmbench.job.attempts import retry_token
-from llmbench.job.sweep_processes import mark_workflow_process
-from llmbench.launch.launchers import missing_before_start
-from llmbench.launch.slurm import SBATCH_ENVIRONMENT, partition_nodes
-from llmbench.spec.launchers import is_platform
-from llmbench.spec.preflight_settings import PreflightSettings, resolve_preflight
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.site_file import with_site_file
-from llmbench.spec.stage import (
+from llmbench.core.launchers import is_platform
+from llmbench.core.preflight_settings import PreflightSettings, resolve_preflight
+from llmbench.core.runspec import RunSpec
+from llmbench.core.site_file import with_site_file
+from llmbench.core.stage import (
     IMAGES_DIR,
     checkpoint_source,
     checkpoint_space_warning,
@@ -41,6 +34,13 @@ from llmbench.spec.stage import (
     venv_marker_path,
     venv_requirements_path,
 )
+from llmbench.errors import ConfigError, exit_with_error
+from llmbench.files.disk_space import free_bytes, low_space, not_writable
+from llmbench.history.sweep import config_sha256
+from llmbench.job.attempts import retry_token
+from llmbench.job.sweep_processes import mark_workflow_process
+from llmbench.launch.launchers import missing_before_start
+from llmbench.launch.slurm import SBATCH_ENVIRONMENT, partition_nodes
 from llmbench.workflow import spec_cache, wiring
 
 SPEC_CACHE = ".snakemake/llmbench/specs.json"

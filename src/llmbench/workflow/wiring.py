@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.launchers import is_platform
+from llmbench.core.runspec import RunSpec
+from llmbench.core.stage import needs_venv, venv_python
 from llmbench.job.attempts import nodes_to_avoid
 from llmbench.launch.slurm import slurm_resources
 from llmbench.setup.venv import source_root
-from llmbench.spec.launchers import is_platform
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.stage import needs_venv, venv_python
 
 
 def per_run(

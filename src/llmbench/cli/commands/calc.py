@@ -1,6 +1,6 @@
 """``llmbench calc``: throughput, TFLOPS/GPU, MFU and days to train from one step time, for
 any catalog row of any release, computed as the runs table computes them for a run of that
-row (its run spec, ``llmbench.aggregate.run_facts`` and ``llmbench.spec.metrics``)."""
+row (its run spec, ``llmbench.aggregate.run_facts`` and ``llmbench.core.metrics``)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmbench.aggregate.run_facts import bf16_peak_tflops, model_flops, peak_for
+from llmbench.core import metrics
+from llmbench.core.catalog import RecipeRow, load_catalog, with_overrides
+from llmbench.core.catalog.records import PEAK_DTYPE, PRECISIONS
+from llmbench.core.config import run_specs, validate_config
+from llmbench.core.runspec import DEFAULT_RELEASE
 from llmbench.errors import ConfigError
 from llmbench.parsers.summary import MAX_STEP_TIME_S
-from llmbench.spec import metrics
-from llmbench.spec.catalog import RecipeRow, load_catalog, with_overrides
-from llmbench.spec.catalog.records import PEAK_DTYPE, PRECISIONS
-from llmbench.spec.config import run_specs, validate_config
-from llmbench.spec.runspec import DEFAULT_RELEASE
 
 DEFAULT_TOKENS = 1e12
 SITE = {"launcher": "srun", "container": "enroot"}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.metrics import DEFAULT_WINDOW
 from llmbench.errors import ConfigError, ParseError
 from llmbench.parsers import (
     WINDOW_SYNTAX,
@@ -31,7 +32,6 @@ from llmbench.parsers import (
     parse_log,
 )
 from llmbench.parsers.summary import no_data_summary
-from llmbench.spec.metrics import DEFAULT_WINDOW
 
 CSV_COLUMNS = (
     "filename",

@@ -8,14 +8,14 @@ import os
 import sys
 from typing import Any
 
+from llmbench.core.catalog.published import reference_results
+from llmbench.core.config import check_experiment, default_base_dirs
+from llmbench.core.plan import plan_summary, plan_table, published_steps
+from llmbench.core.runspec import RunSpec
+from llmbench.core.site_file import read_site_files
+from llmbench.core.site_fit import site_refusal
+from llmbench.core.yamlfile import read_yaml_file
 from llmbench.launch.launchers import check_platforms, missing_before_start
-from llmbench.spec.catalog.published import reference_results
-from llmbench.spec.config import check_experiment, default_base_dirs
-from llmbench.spec.plan import plan_summary, plan_table, published_steps
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.site_file import read_site_files
-from llmbench.spec.site_fit import site_refusal
-from llmbench.spec.yamlfile import read_yaml_file
 from llmbench.text import counted
 
 

@@ -10,9 +10,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from llmbench.spec.catalog import ROW_FIELDS, load_catalog
-from llmbench.spec.catalog.query import RELEASE_ALL
-from llmbench.spec.runspec import DEFAULT_RELEASE
+from llmbench.core.catalog import ROW_FIELDS, load_catalog
+from llmbench.core.catalog.query import RELEASE_ALL
+from llmbench.core.runspec import DEFAULT_RELEASE
 
 
 def register(subparsers: Any) -> None:

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.cli.commands.plan import add_config_arguments, checked_specs, specs_of
+from llmbench.core.catalog import load_catalog
+from llmbench.core.run_ids import RunIdError, sweep_entry_for
+from llmbench.core.runspec import RunSpec
+from llmbench.core.yamlfile import read_yaml_file
 from llmbench.errors import ConfigError
 from llmbench.files.new_folder import write_new_folder
 from llmbench.job.runner import write_launch_files
 from llmbench.launch.entry import entry_module
 from llmbench.launch.variants import variant_parts
 from llmbench.ranks.entrypoints.common import launch_options
-from llmbench.spec.catalog import load_catalog
-from llmbench.spec.run_ids import RunIdError, sweep_entry_for
-from llmbench.spec.runspec import RunSpec
-from llmbench.spec.yamlfile import read_yaml_file
 
 ENTRY_CONFIG_FILE = "entry_config.json"
 DEFAULT_FOLDER = "results/render"

@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from llmbench.core.embedded_workload import CUDA_GPU_TYPE
+from llmbench.core.runspec import RunSpec
 from llmbench.ranks.embedded.process_group import GroupHolders, process_group
 from llmbench.ranks.stack_dumps import register_stack_dump
 from llmbench.ranks.step_clock import open_step_clock, record_step
-from llmbench.spec.embedded_workload import CUDA_GPU_TYPE
-from llmbench.spec.runspec import RunSpec
 
 DATA_POOL_SEQUENCES = 16
 """Synthetic tokens come from a fixed pool, so the loss falls as the model memorises it."""

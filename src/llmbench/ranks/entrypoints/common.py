@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import RunSpec, meets_requirement
 from llmbench.errors import LaunchError
-from llmbench.spec.runspec import RunSpec, meets_requirement
 
 CPU_ONLY_FUSIONS_OFF = ("apply_rope_fusion",)
 """Model-config switches that need Transformer Engine kernels; the CPU checks of the

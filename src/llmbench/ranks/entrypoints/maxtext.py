@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import EntryOptions, parse_args, pick
-from llmbench.spec.runspec import parity_settings
 
 MODELS = {("llama2-maxtext", "70b"): "llama2-70b"}
 """MaxText ``model_name`` per workload and size."""

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints import common
 from llmbench.ranks.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
-from llmbench.spec.runspec import parity_settings
 
 RECIPES = {
     ("llama3.1-mbridge", "8b"): "llama3_8b",

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.ranks.embedded.train import (
     DATA_POOL_SEQUENCES,
@@ -35,7 +36,6 @@ from llmbench.ranks.embedded.train import (
 )
 from llmbench.ranks.entrypoints.common import parse_args
 from llmbench.ranks.step_clock import open_step_clock, record_step
-from llmbench.spec.runspec import RunSpec
 
 SEED = 1234
 

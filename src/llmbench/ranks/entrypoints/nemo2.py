@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import (
     CPU_ONLY_FUSIONS_OFF,
@@ -24,7 +25,6 @@ from llmbench.ranks.entrypoints.common import (
     pick,
 )
 from llmbench.ranks.step_clock import TELEMETRY_ENV
-from llmbench.spec.runspec import parity_settings
 
 RECIPES = {
     ("llama3.1-nemo", "8b"): "llama31_8b",
