@@ -26,7 +26,7 @@ def test_a_release_workloads_image_is_overridden(workload: str) -> None:
     config = {"sweeps": [row.sweep_entry()], "container": "enroot", "images": {workload: image}}
     (spec,) = check_config(config, "config.yaml")[1]
     assert spec.image == image and spec.release == "v26.08"
-    assert spec.parity["stack"]["reference_stack"] is False  # said in the runs table
+    assert spec.parity.stack.reference_stack is False  # said in the runs table
 
 
 def test_an_unknown_images_key_is_one_line_naming_the_allowed() -> None:

@@ -25,6 +25,7 @@ from llmbench.core.catalog.parity import (
 )
 from llmbench.core.config import run_specs, validate_config
 from llmbench.core.flops import ModelShape, model_flops_per_sample
+from llmbench.core.parity_settings import NO_PARITY
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.launch.launchers import render_launch_script
@@ -147,7 +148,7 @@ def test_conditions_pick_per_gpu_size_and_parallelism() -> None:
     def env(workload, document, **run):
         base = {"size": "70b", "dtype": "fp8", "gpu_type": "h100", "nodes": 8, "gpus_per_node": 8}
         resolved = resolve_parity(workload, document, **{**base, **run})
-        return {s["name"]: s["value"] for s in resolved["settings"] if s["kind"] == "env"}
+        return dict(resolved.env)
 
     doc = "llama31-nemo2-h100.txt"
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in env("llama3.1-nemo", doc, parallelism={"tp": 1})
@@ -162,8 +163,8 @@ def test_conditions_pick_per_gpu_size_and_parallelism() -> None:
     assert set(gb) - set(runai) == {
         "PYTORCH_CUDA_ALLOC_CONF", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_C2C"
     }  # fmt: skip
-    assert resolve_parity("tiny-llama", "x", **{"size": "t", "dtype": "fp32", "gpu_type": "cpu",
-                          "nodes": 1, "gpus_per_node": 1, "parallelism": {}}) == {}  # fmt: skip
+    tiny = {"size": "t", "dtype": "fp32", "gpu_type": "cpu", "nodes": 1, "gpus_per_node": 1}
+    assert resolve_parity("tiny-llama", "x", **tiny, parallelism={}) == NO_PARITY
     assert [rack_segment(n) for n in (19, 32, 36, 128)] == [1, 16, 18, 16]
 
 
@@ -212,7 +213,7 @@ def test_the_embedded_workload_keeps_its_small_allocation() -> None:
                               "dtypes": ["fp32"], "gpu_type": "cpu", "scales": [2]}]})  # fmt: skip
     (spec,) = run_specs(config)
     res = slurm_resources(spec, {}, 2)
-    assert spec.parity == {} and res["cpus_per_task"] == 2 and res["mem_mb_per_cpu"] == 1000
+    assert spec.parity == NO_PARITY and res["cpus_per_task"] == 2 and res["mem_mb_per_cpu"] == 1000
     assert "--exclusive" not in res["slurm_extra"]
 
 
@@ -412,7 +413,7 @@ def test_megatron_bridge_rows_match_the_parity_table() -> None:
             }
             shape = shapes[spec.size][gpu]
             ub = f"userbuffers_fp8_{gpu}_{shape}_mbs1_seqlen8192"
-        recipe = {s["name"]: s["value"] for s in spec.parity["settings"] if s["kind"] == "recipe"}
+        recipe = dict(spec.parity.recipe)
         assert recipe.get("comm_overlap.tp_comm_overlap_cfg") == ub, spec.run_id
         name, fields = megatron_bridge.precision(options)
         assert name == "bf16_with_fp8_current_scaling_mixed", spec.run_id
@@ -420,7 +421,7 @@ def test_megatron_bridge_rows_match_the_parity_table() -> None:
         # NullTokenizer(128256) padded to 128 x TP (gpt_provider.py@f23d790 L205-209): the
         # one rule (test_parity_launch_data pins its values)
         tp = spec.parallelism["tp"]
-        assert spec.model["vocab"] == built_vocab(spec.parity, tp), spec.run_id
+        assert spec.model["vocab"] == built_vocab(spec.parity.tokenizer, tp), spec.run_id
 
 
 def test_h100_70b_megatron_bridge_run_recomputes_nothing() -> None:
@@ -500,13 +501,13 @@ def test_maxtext_rows_match_the_parity_table() -> None:
 
 def test_built_vocabulary_pads_as_nemo_does_and_flops_use_it() -> None:
     llama = families()["llama3.1-nemo"]["llama31-nemo2-h100.txt"]
-    tok = {"settings": [s for s in llama["settings"] if s["kind"] == "tokenizer"]}
+    tok = {s["name"]: s["value"] for s in llama["settings"] if s["kind"] == "tokenizer"}
     assert [built_vocab(tok, tp) for tp in (1, 2, 4, 8)] == [128256, 128256, 128512, 129024]
     nemotron = families()["nemotron4-nemo"]["nemotron4-nemo2-h100.txt"]
-    tok = {"settings": [s for s in nemotron["settings"] if s["kind"] == "tokenizer"]}
+    tok = {s["name"]: s["value"] for s in nemotron["settings"] if s["kind"] == "tokenizer"}
     assert [built_vocab(tok, tp) for tp in (1, 2, 8)] == [256128, 256256, 257024]
     for spec in ALL["llama3.1-nemo"] + ALL["nemotron4-nemo"]:
-        assert spec.model["vocab"] == built_vocab(spec.parity, spec.parallelism["tp"])
+        assert spec.model["vocab"] == built_vocab(spec.parity.tokenizer, spec.parallelism["tp"])
         shape = ModelShape(**{k: spec.model[k] for k in ModelShape.__dataclass_fields__})
         catalog_shape = dataclasses.replace(shape, vocab=load_catalog().model(
             spec.workload, spec.size, spec.model["source"]).shape.vocab)  # fmt: skip
@@ -558,14 +559,14 @@ def test_maxtext_runs_the_reference_pgle_pass_first() -> None:
     assert zero.perf_xla_flags == f"{flags} --xla_gpu_pgle_profile_file_or_directory_path={pbtxt}"
     assert zero.converter_argv[-1] == pbtxt and "pgle/profile.nsys-rep" in zero.converter_argv
     assert zero.report == "pgle/profile" and not other.report.startswith("pgle/")
-    no_pgle = dataclasses.replace(spec, parity={})
+    no_pgle = dataclasses.replace(spec, parity=NO_PARITY)
     assert maxtext.pgle_pass(EntryOptions(no_pgle), 0, flags) is None
     assert maxtext.pgle_pass(EntryOptions(spec, profile_steps=(45, 50)), 0, flags) is None
 
 
 def _drop(spec: RunSpec, keep) -> RunSpec:
-    kept = [s for s in spec.parity["settings"] if keep(s)]
-    return dataclasses.replace(spec, parity={**spec.parity, "settings": kept})
+    kept = tuple(s for s in spec.parity.settings if keep(s))
+    return dataclasses.replace(spec, parity=dataclasses.replace(spec.parity, settings=kept))
 
 
 def _launch_matches(spec: RunSpec) -> bool:
@@ -592,9 +593,9 @@ def _launch_matches(spec: RunSpec) -> bool:
 def test_dropping_a_launch_setting_breaks_nemo2_parity(kind: str) -> None:
     specs = ALL["llama3.1-nemo"] + ALL["nemotron4-nemo"]
     assert all(_launch_matches(s) for s in specs)
-    names = {s["name"] for spec in specs for s in spec.parity["settings"] if s["kind"] == kind}
+    names = {s.name for spec in specs for s in spec.parity.settings if s.kind == kind}
     for name in names:  # each setting of the class, dropped alone, is noticed on some row
-        broken = [_drop(s, lambda x, n=name: x["name"] != n) for s in specs]
+        broken = [_drop(s, lambda x, n=name: x.name != n) for s in specs]
         assert not all(_launch_matches(s) for s in broken), (kind, name)
 
 
@@ -624,21 +625,21 @@ def _reference_image_of(spec: RunSpec) -> str:
 def test_every_catalog_run_defaults_to_the_reference_image(workload: str) -> None:
     for spec in ALL[workload]:
         assert spec.image == _reference_image_of(spec), spec.run_id
-        stack = spec.parity["stack"]
-        assert stack["image"] == stack["reference_image"] == spec.image, spec.run_id
-        assert stack["reference_stack"] is True and stack["versions"], spec.run_id
+        stack = spec.parity.stack
+        assert stack.image == stack.reference_image == spec.image, spec.run_id
+        assert stack.reference_stack is True and stack.versions, spec.run_id
 
 
 def test_a_site_image_is_recorded_as_not_the_reference_stack() -> None:
     config = {"images": {"llama3.1-nemo": "nvcr.io/nvidia/nemo:25.11"}}
     spec = _specs("llama3.1-nemo", **config)[0]
     assert spec.image == "nvcr.io/nvidia/nemo:25.11"
-    assert spec.parity["stack"]["reference_stack"] is False
-    assert spec.parity["stack"]["reference_image"] == "nvcr.io/nvidia/nemo:25.02.01"
+    assert spec.parity.stack.reference_stack is False
+    assert spec.parity.stack.reference_image == "nvcr.io/nvidia/nemo:25.02.01"
     # no container: the ranks run in a Python environment, not the reference's image
     row = load_catalog().rows("llama3.1-nemo")[0]
     (venv,) = run_specs(validate_config({"sweeps": [row.sweep_entry()], "launcher": "srun"}))
-    assert venv.parity["stack"]["reference_stack"] is False and venv.parity["stack"]["image"] == ""
+    assert venv.parity.stack.reference_stack is False and venv.parity.stack.image == ""
 
 
 def _blackwell_340b(**config: object) -> RunSpec:
@@ -650,7 +651,7 @@ def _blackwell_340b(**config: object) -> RunSpec:
 
 def _cuda_graph_settings(spec: RunSpec) -> dict[str, object]:
     names = ("model.config.enable_cuda_graph", "model.config.cuda_graph_impl")
-    return {s["name"]: s.get("requires") for s in spec.parity["settings"] if s["name"] in names}
+    return {s.name: s.requires for s in spec.parity.settings if s.name in names}
 
 
 def test_cuda_graph_impl_applies_only_where_the_image_has_it() -> None:
@@ -681,8 +682,8 @@ def test_cuda_graph_impl_applies_only_where_the_image_has_it() -> None:
 
 def test_gb300_340b_values_of_the_unreadable_pin_are_marked_unverified() -> None:
     spec = next(s for s in ALL["nemotron4-nemo"] if s.gpu_type == "gb300")
-    unverified = {s["name"]: s["unverified"] for s in spec.parity["settings"] if "unverified" in s}
-    assert spec.parity["unverified"] == list(unverified)
+    unverified = {s.name: s.unverified for s in spec.parity.settings if s.unverified is not None}
+    assert spec.parity.unverified == tuple(unverified)
     assert set(unverified) == {"numactl", "CUDA_DEVICE_MAX_CONNECTIONS", "PYTORCH_CUDA_ALLOC_CONF"}
     assert all("f260da5" in why and "1f422a1" in why for why in unverified.values())
     script = render_launch_script(spec)
@@ -691,7 +692,7 @@ def test_gb300_340b_values_of_the_unreadable_pin_are_marked_unverified() -> None
     assert "# Unverified (the reference's pin is not public): numactl, " in script
     assert "$((SLURM_LOCALID / 2))" in _srun_line(render_launch_script(spec))
     other = next(s for s in ALL["nemotron4-nemo"] if s.gpu_type == "gb200")
-    assert other.parity["unverified"] == []
+    assert other.parity.unverified == ()
     from tests.helpers import REPO
 
     docs = (REPO / "docs" / "parity.md").read_text()

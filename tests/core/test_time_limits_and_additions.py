@@ -8,7 +8,7 @@ import pytest
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog import parity as parity_data
 from llmbench.core.config import run_specs, validate_config
-from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.runspec import RunSpec
 from llmbench.launch.launchers import render_launch_script
 from tests.helpers import release_runs
 
@@ -37,10 +37,10 @@ def _reference_minutes(spec: RunSpec) -> int:
 def test_every_catalog_run_gets_the_reference_time_limit() -> None:
     assert len(V2608) == 143 and len(SPEC) > 100
     for spec in V2608 + SPEC:
-        limits = [s for s in spec.parity["settings"] if s["kind"] == "limit"]
-        assert [s["name"] for s in limits] == ["time_limit_min"], spec.run_id
+        limits = [s for s in spec.parity.settings if s.kind == "limit"]
+        assert [s.name for s in limits] == ["time_limit_min"], spec.run_id
         assert spec.limits.time_limit_s == _reference_minutes(spec) * 60, spec.run_id
-        assert limits[0]["source"], spec.run_id
+        assert limits[0].source, spec.run_id
 
 
 def test_the_235b_h100_run_gets_two_hours_and_deepseek_on_h100_ninety_minutes() -> None:
@@ -62,9 +62,9 @@ def test_a_sweep_entry_time_limit_still_wins() -> None:
 
 def test_a_time_limit_that_is_not_the_references_is_a_declared_difference() -> None:
     for spec in V2608 + SPEC:
-        (limit,) = (s for s in spec.parity["settings"] if s["kind"] == "limit")
-        declared = [d for d in spec.parity["differences"] if d["name"] == "limit time_limit_min"]
-        if "addition" in limit:  # 405B / 340B of the spec's documents: longer than theirs
+        (limit,) = (s for s in spec.parity.settings if s.kind == "limit")
+        declared = [d for d in spec.parity.differences if d["name"] == "limit time_limit_min"]
+        if limit.addition is not None:  # 405B / 340B of the spec's documents: longer than theirs
             assert spec.size in ("405b", "405b-proxy", "340b"), spec.run_id
             (diff,) = declared
             assert diff["llmbench"] == "120" and diff["reason"].startswith("llmbench's own")
@@ -83,7 +83,7 @@ def test_a_spec_without_limits_takes_the_reference_one_from_its_parity() -> None
 
 
 def _named(spec: RunSpec, word: str) -> list[dict[str, object]]:
-    return [d for d in spec.parity["differences"] if word in str(d["name"])]
+    return [d for d in spec.parity.differences if word in str(d["name"])]
 
 
 def test_nccl_debug_and_the_telemetry_sampler_are_declared_additions() -> None:
@@ -111,7 +111,7 @@ def test_the_additions_follow_the_launch() -> None:
                            "kubernetes": site})  # fmt: skip
     (spec,) = run_specs(k8s)
     assert not _named(spec, "NCCL_DEBUG") and not _named(spec, "telemetry sampler")
-    assert "NCCL_DEBUG" not in parity_settings(spec.parity, "env")
+    assert "NCCL_DEBUG" not in spec.parity.env
 
 
 @pytest.mark.parametrize("item", parity_data.additions(), ids=lambda a: a["name"][:20])

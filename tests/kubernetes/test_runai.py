@@ -64,9 +64,9 @@ def test_340b_256_gpu_payload_matches_golden() -> None:
         "NCCL_P2P_NET_CHUNKSIZE": "2097152",
     }  # fmt: skip
     assert spec.image == payload["image"] == "nvcr.io/nvidia/nemo:25.09.00"
-    assert spec.parity["stack"]["reference_stack"] is True
+    assert spec.parity.stack.reference_stack is True
     site_image = spec_for(sweep, site(image="example/llmbench:test"))
-    assert site_image.parity["stack"]["reference_stack"] is False
+    assert site_image.parity.stack.reference_stack is False
 
 
 def test_missing_site_values_fail_in_one_line_before_submission() -> None:

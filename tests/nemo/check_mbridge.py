@@ -21,7 +21,7 @@ from pathlib import Path
 import mbridge_stand_ins  # beside this script
 from case_runner import run_cases  # beside this script (run as a file)
 
-from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.runspec import RunSpec
 from llmbench.ranks.entrypoints import megatron_bridge
 
 
@@ -36,7 +36,7 @@ def versions() -> dict[str, str]:
 def on_its_row(argv: list[str]) -> None:
     """One case on its row's GPU, with the row's environment (what launch.sh exports)."""
     spec = RunSpec.from_dict(json.loads(Path(argv[argv.index("--spec") + 1]).read_text()))
-    env = {k: str(v) for k, v in parity_settings(spec.parity, "env").items()}
+    env = {k: str(v) for k, v in spec.parity.env.items()}
     with mbridge_stand_ins.on_row(spec.gpu_type, env):
         megatron_bridge.main(argv)
 

@@ -13,6 +13,7 @@ test ties (the model's built vocabulary, the stdout step line settings).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -198,8 +199,9 @@ def main(cases_file: str, results_file: str) -> None:
             spec = read_spec(case["spec"])
             drop = set(case.get("drop", []))
             if drop:
-                kept = [s for s in spec.parity["settings"] if s["name"] not in drop]
-                spec = type(spec)(**{**spec.__dict__, "parity": {**spec.parity, "settings": kept}})
+                kept = tuple(s for s in spec.parity.settings if s.name not in drop)
+                parity = dataclasses.replace(spec.parity, settings=kept)
+                spec = dataclasses.replace(spec, parity=parity)
             ref, ref_vocab = reference_recipe(spec)
             b = serialised(ref)
             try:

@@ -20,8 +20,8 @@ import pytest
 
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import run_specs, validate_config
+from llmbench.core.parity_settings import Setting
 from llmbench.core.runspec import RunSpec
-from llmbench.core.runspec import parity_settings as settings
 from llmbench.ranks.entrypoints import megatron_bridge
 
 pytestmark = pytest.mark.mbridge
@@ -54,11 +54,11 @@ def checked(mbridge_env, tmp_path_factory):
     specs = catalog_specs()
     first = specs[0]
     save = dataclasses.replace(first, variant="ckpt-save")
-    unknown = {"kind": "recipe", "name": UNKNOWN, "value": 1, "source": []}
+    unknown = Setting(kind="recipe", name=UNKNOWN, value=1)
     bad = dataclasses.replace(
         first,
         variant="nccltrace",
-        parity={**first.parity, "settings": [*first.parity["settings"], unknown]},
+        parity=dataclasses.replace(first.parity, settings=(*first.parity.settings, unknown)),
     )
     cases = [_case(s, folder) for s in specs]
     cases += [_case(save, folder, "--save-checkpoint", str(folder / "ck")), _case(bad, folder)]
@@ -93,12 +93,12 @@ def test_every_row_builds_in_the_reference_versions_and_passes_validate(checked)
 
 def _expected(spec: RunSpec) -> dict[str, object]:
     """What the parity data asks the config to end with (recipe and logging settings)."""
-    recipe = settings(spec.parity, "recipe")
+    recipe = spec.parity.recipe
     wanted = {
         k: v for k, v in recipe.items()
         if k not in megatron_bridge.SPECIAL and not k.startswith("mixed_")
     }  # fmt: skip
-    wanted.update(settings(spec.parity, "logging"))
+    wanted.update(spec.parity.logging)
     wanted.update({k: v for k, v in recipe.items() if k.startswith("mixed_precision.")})
     return wanted
 
@@ -112,7 +112,7 @@ def test_every_override_names_a_field_and_ends_with_the_parity_value(checked) ->
         p = spec.parallelism
         assert out["values"]["model.tensor_model_parallel_size"] == p["tp"], spec.run_id
         assert out["values"]["train.global_batch_size"] == spec.global_batch_size, spec.run_id
-        ub = settings(spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
+        ub = spec.parity.recipe.get("comm_overlap.tp_comm_overlap_cfg")
         if ub is not None:
             assert out["tp_comm_overlap_cfg"] == ub, spec.run_id
         assert out["mixed_precision_class"] == "MixedPrecisionConfig"

@@ -24,8 +24,8 @@ import pytest
 
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import run_specs, validate_config
+from llmbench.core.parity_settings import Setting
 from llmbench.core.runspec import RunSpec
-from llmbench.core.runspec import parity_settings as settings
 from tests.nemo.test_mbridge_configs import UNKNOWN, _expected
 
 pytestmark = pytest.mark.mbridge
@@ -62,8 +62,8 @@ def _case(name: str, spec: RunSpec, folder: Path, *variant_args: str) -> list[st
 
 def _with_setting(spec: RunSpec, name: str, value: object) -> RunSpec:
     """``spec`` with one more recipe setting (it wins over an earlier one of that name)."""
-    setting = {"kind": "recipe", "name": name, "value": value, "source": []}
-    parity = {**spec.parity, "settings": [*spec.parity["settings"], setting]}
+    setting = Setting(kind="recipe", name=name, value=value)
+    parity = dataclasses.replace(spec.parity, settings=(*spec.parity.settings, setting))
     return dataclasses.replace(spec, parity=parity)
 
 
@@ -92,9 +92,9 @@ def checked(mbridge_05_env, tmp_path_factory):
     python, env = mbridge_05_env
     folder = tmp_path_factory.mktemp("mbridge-05")
     specs = release_specs()
-    images = {json.dumps(s.parity["stack"]["versions"], sort_keys=True) for s in specs}
+    images = {json.dumps(dict(s.parity.stack.versions), sort_keys=True) for s in specs}
     assert len(images) == 1, images  # one image: one Transformer Engine version to stand in
-    te_version = specs[0].parity["stack"]["versions"]["transformer_engine"]
+    te_version = specs[0].parity.stack.versions["transformer_engine"]
     cases = {s.run_id: _case(s.run_id, s, folder) for s in specs}
     cases.update(_controls(specs, folder))
     cases_file, results_file = folder / "cases.json", folder / "results.jsonl"
@@ -139,7 +139,7 @@ def test_every_override_names_a_field_and_ends_with_the_parity_value(checked) ->
             assert out["values"][name] == value, (spec.run_id, name, out["values"][name])
         assert out["values"]["model.tensor_model_parallel_size"] == spec.parallelism["tp"]
         assert out["values"]["train.global_batch_size"] == spec.global_batch_size, spec.run_id
-        ub = settings(spec.parity, "recipe").get("comm_overlap.tp_comm_overlap_cfg")
+        ub = spec.parity.recipe.get("comm_overlap.tp_comm_overlap_cfg")
         if ub is not None:
             assert out["tp_comm_overlap_cfg"] == ub, spec.run_id
         assert out["mixed_precision_class"] == "MixedPrecisionConfig"

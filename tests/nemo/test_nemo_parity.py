@@ -42,9 +42,9 @@ nothing. Should a NeMo release change that default, this test says so."""
 def _setting_names() -> list[str]:
     names: list[str] = []
     for spec in catalog_specs():
-        for s in spec.parity["settings"]:
-            if s["kind"] in ("recipe", "tokenizer", "logging") and s["name"] not in names:
-                names.append(s["name"])
+        for s in spec.parity.settings:
+            if s.kind in ("recipe", "tokenizer", "logging") and s.name not in names:
+                names.append(s.name)
     return names
 
 

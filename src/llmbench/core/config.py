@@ -25,6 +25,7 @@ from llmbench.core.catalog.parity import built_vocab, reference_image, resolve_p
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import launcher_traits
 from llmbench.core.limits import RunLimits, resolve_limits
+from llmbench.core.parity_settings import NO_PARITY, ParitySettings
 from llmbench.core.profiling import default_profile, parse_ranks
 from llmbench.core.release_notes import release_notes
 from llmbench.core.runspec import (
@@ -404,7 +405,7 @@ def _resolve_tiny(
         platform=_site_block(config),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
         threads_per_rank=config["threads_per_rank"],
-        limits=_limits(config, sweep, embedded_workload.FRAMEWORK, variant, {}),
+        limits=_limits(config, sweep, embedded_workload.FRAMEWORK, variant, NO_PARITY),
     )
 
 
@@ -458,7 +459,7 @@ def _resolve_catalog(
     model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
     if row.model.extras.as_dict():
         model["extras"] = row.model.extras.as_dict()
-    model["vocab"] = built_vocab(parity, parallelism["tp"] or 1) or model["vocab"]  # as built
+    model["vocab"] = built_vocab(parity.tokenizer, parallelism["tp"] or 1) or model["vocab"]
     return RunSpec(
         workload=row.workload,
         framework=row.framework,
@@ -507,11 +508,15 @@ def _site_block(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _limits(
-    config: Mapping[str, Any], sweep: Mapping[str, Any], framework: str, variant: str, parity: Any
+    config: Mapping[str, Any],
+    sweep: Mapping[str, Any],
+    framework: str,
+    variant: str,
+    parity: ParitySettings,
 ) -> RunLimits:
     """A sweep's own ``runtime_min``, else the top-level one, else the reference's."""
     watchdog, runtime_min = config["watchdog"], sweep.get("runtime_min") or config["runtime_min"]
-    reference = reference_time_limit_min(dict(parity))
+    reference = reference_time_limit_min(parity)
     return resolve_limits(
         framework, variant, reference, runtime_min, watchdog["startup_s"], watchdog["stall_s"]
     )

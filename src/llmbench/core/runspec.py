@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from llmbench.core.limits import RunLimits, default_limits
+from llmbench.core.parity_settings import NO_PARITY, ParitySettings
 
 _NAME = r"[a-z0-9][a-z0-9.-]*"
 DEFAULT_RELEASE = "spec"
@@ -24,22 +25,10 @@ GROUP_ID_PATTERN = rf"{_NAME}_{_NAME}_[a-z0-9][a-z0-9-]*_(?:weak|strong){_RELEAS
 """The shape of every ``group_id``."""
 
 
-def parity_settings(parity: dict[str, Any], kind: str) -> dict[str, Any]:
-    """``{name: value}`` of one kind of a run's reference settings (``RunSpec.parity``), in
-    the data's order. Here, not in the catalog: entry points run inside a container with
-    the standard library only. A setting still marked ``requires`` waits for the
-    container's framework versions (``llmbench.ranks.entrypoints.common.decide_requirements``)."""
-    return {
-        s["name"]: s["value"]
-        for s in parity.get("settings", [])
-        if s["kind"] == kind and "requires" not in s
-    }
-
-
-def reference_time_limit_min(parity: dict[str, Any]) -> int | None:
+def reference_time_limit_min(parity: ParitySettings) -> int | None:
     """The reference's time limit of a run in minutes (``kind: limit`` in its parity data),
     None without one."""
-    value = parity_settings(parity, "limit").get("time_limit_min")
+    value = parity.limit.get("time_limit_min")
     return int(value) if value else None
 
 
@@ -130,7 +119,7 @@ class RunSpec:
     image: str = ""
     profile: ProfileSettings = field(default_factory=ProfileSettings)
     """``profile`` variant only (else empty), resolved from config and document."""
-    parity: dict[str, Any] = field(default_factory=dict)
+    parity: ParitySettings = NO_PARITY
     """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
     resolved by ``llmbench.core.catalog.parity``); empty for the embedded workload."""
     platform: dict[str, Any] = field(default_factory=dict)
@@ -180,6 +169,7 @@ class RunSpec:
         }
         # RunLimits holds plain numbers (half of this method's time went to asdict)
         data["limits"] = dict(vars(self.limits)) if self.limits is not None else None
+        data["parity"] = self.parity.to_dict()
         data["run_id"] = self.run_id
         if self.release == DEFAULT_RELEASE:  # a spec run's files stay as they were
             del data["release"], data["precision"]
@@ -194,4 +184,5 @@ class RunSpec:
         fields["window"] = tuple(fields["window"])
         if isinstance(fields.get("limits"), dict):
             fields["limits"] = RunLimits(**fields["limits"])
+        fields["parity"] = ParitySettings.from_dict(fields.get("parity"))
         return cls(**fields)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core.launchers import launcher_traits
-from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.runspec import RunSpec
 from llmbench.core.stage import needs_venv, venv_requirements_path
 from llmbench.text import counted
 
@@ -91,7 +91,7 @@ def framework_refusal(spec: RunSpec, venv: str | None, venv_packages: frozenset[
 
 def needs_hf_home(spec: RunSpec) -> bool:
     """The run's recipe reads the model's Hugging Face config offline."""
-    return str(parity_settings(spec.parity, "env").get("HF_HUB_OFFLINE", "")) == "1"
+    return str(spec.parity.env.get("HF_HUB_OFFLINE", "")) == "1"
 
 
 def hf_home(config: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:

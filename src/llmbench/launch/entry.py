@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from llmbench.core.runspec import RunSpec
-from llmbench.core.runspec import parity_settings as settings
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
 
@@ -28,14 +27,14 @@ def rank_environment(spec: RunSpec) -> list[tuple[str, str]]:
     """The ranks' environment as the reference sets it (``catalog/parity.yaml`` kind
     ``env``, resolved for the run's launcher): every launcher gives its ranks this list,
     srun through launch.sh, Kubernetes and Run:ai in the workload's manifest."""
-    return [(name, str(value)) for name, value in settings(spec.parity, "env").items()]
+    return [(name, str(value)) for name, value in spec.parity.env.items()]
 
 
 def omp_threads(spec: RunSpec) -> int | None:
     """``OMP_NUM_THREADS`` for llmbench's own workloads (``threads_per_rank``); None for
     the reference's workloads, whose launches set none: the ranks keep PyTorch's default
     (torchrun's 1 on the platforms, as the reference's Run:ai executor)."""
-    return None if spec.parity else spec.threads_per_rank
+    return None if spec.parity.has_reference else spec.threads_per_rank
 
 
 def entry_module(spec: RunSpec) -> str:

@@ -85,11 +85,11 @@ def _nccl_debug_lines(spec: RunSpec) -> list[str]:
 
 def image_comment(spec: RunSpec) -> list[str]:
     """Which image the ranks run in, and whether it is the reference's (docs/parity.md)."""
-    stack = spec.parity.get("stack")
-    if not stack:
+    stack = spec.parity.stack
+    if stack is None:
         return []
-    verdict = "the reference's" if stack["reference_stack"] else "not the reference's"
-    return [f"# Image {spec.image}: {verdict} ({stack['reference_image']})."]
+    verdict = "the reference's" if stack.reference_stack else "not the reference's"
+    return [f"# Image {spec.image}: {verdict} ({stack.reference_image})."]
 
 
 def render_srun(spec: RunSpec) -> str:
@@ -107,10 +107,10 @@ def render_srun(spec: RunSpec) -> str:
     lines += parts.setup_lines
     env = rank_environment(spec)
     if env:
-        reference = spec.parity["reference"]
+        reference = spec.parity.reference
         lines.append(f"# The reference's environment ({reference}); sources: run_spec.json.")
-    if spec.parity.get("unverified"):
-        unverified = ", ".join(spec.parity["unverified"])
+    if spec.parity.unverified:
+        unverified = ", ".join(spec.parity.unverified)
         lines.append(f"# Unverified (the reference's pin is not public): {unverified}.")
     env += parts.env
     lines += [f"export {name}={join([value])}" for name, value in env]

@@ -24,7 +24,7 @@ import psutil
 
 from llmbench.core.limits import RunLimits
 from llmbench.core.preflight_settings import NODE_PATTERN, ListedNodes
-from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError
 from llmbench.files.tool_output import first_line, run_tool
 
@@ -71,7 +71,7 @@ def slurm_resources(
     ``--segment`` on NVL72 racks where the reference sets it.
     """
     mpi = spec.gpus_per_node > 1
-    sbatch = parity_settings(spec.parity, "sbatch")
+    sbatch = spec.parity.sbatch
     extras = dict(extras)
     if sbatch.get("exclusive"):
         extras["exclusive"] = True

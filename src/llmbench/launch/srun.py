@@ -3,7 +3,7 @@ enroot image through pyxis (``--container-*`` options)."""
 
 from __future__ import annotations
 
-from llmbench.core.runspec import RunSpec, parity_settings
+from llmbench.core.runspec import RunSpec
 from llmbench.core.site_fit import needs_hf_home
 from llmbench.core.stage import ImageImport
 from llmbench.errors import LaunchError
@@ -72,7 +72,7 @@ VBOOST = "sudo -n nvidia-smi boost-slider --vboost 1"
 def allocation_comment(spec: RunSpec) -> list[str]:
     """The job's allocation as the reference asks it (sbatch options from the job's Slurm
     resources, ``llmbench.launch.slurm.slurm_resources``), stated where a reader looks."""
-    sbatch = parity_settings(spec.parity, "sbatch")
+    sbatch = spec.parity.sbatch
     if not sbatch:
         return []
     words = ["--exclusive"] if sbatch.get("exclusive") else []
@@ -85,7 +85,7 @@ def allocation_comment(spec: RunSpec) -> list[str]:
 
 def parity_setup_lines(spec: RunSpec) -> list[str]:
     """Once-per-node setup the reference runs before the ranks start (vboost)."""
-    if not parity_settings(spec.parity, "node").get("vboost"):
+    if not spec.parity.node.get("vboost"):
         return []
     return [
         "# vboost once per node, as the reference; a node that refuses it only logs a warning.",
@@ -98,7 +98,7 @@ def numactl_prefix(spec: RunSpec) -> list[Word]:
     """Each rank bound to its NUMA node, ``SLURM_LOCALID / divisor`` with the reference's
     divisor per GPU type (the ``numactl`` setting's value); srun sets SLURM_LOCALID per
     task, so a small shell evaluates it in the task."""
-    divisor = parity_settings(spec.parity, "prefix").get("numactl")
+    divisor = spec.parity.prefix.get("numactl")
     if not divisor:
         return []
     node = f"$((SLURM_LOCALID / {int(divisor)}))"
@@ -128,7 +128,7 @@ def srun_words(spec: RunSpec, container_env: list[str]) -> list[list[Word]]:
         Raw(f'--container-mounts="{mounts}"'),
         Raw('--container-workdir="$PWD"'),
         "--no-container-mount-home",
-        *(o for o in PYXIS_OPTIONS if parity_settings(spec.parity, "srun").get(o)),
+        *(o for o in PYXIS_OPTIONS if spec.parity.srun.get(o)),
         "--container-env=" + ",".join([*passed, *container_env]),
     ]
     return [launcher, container]

@@ -112,12 +112,12 @@ def find_spec(args: argparse.Namespace) -> RunSpec:
 def stack_note(spec: RunSpec) -> str | None:
     """A line when the run would not run in the reference's image: the site sets no
     container, so its ranks run in a Python environment (docs/parity.md)."""
-    stack = (spec.parity or {}).get("stack") or {}
-    if spec.container != "none" or not stack.get("reference_image"):
+    stack = spec.parity.stack
+    if spec.container != "none" or stack is None or not stack.reference_image:
         return None
     return (
         f"note: the site sets no container (container: none): the ranks would run in a "
-        f"Python environment, not in the reference's image {stack['reference_image']}; "
+        f"Python environment, not in the reference's image {stack.reference_image}; "
         "`container: enroot` in the site renders the reference's launch"
     )
 

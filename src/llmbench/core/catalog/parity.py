@@ -3,9 +3,10 @@
 ``resolve_parity`` picks the settings of the run's workload family and spec document whose
 conditions hold for the run's GPU type, size, dtype, scale, launcher and parallelism, keeps
 those its image's framework versions have (``images.yaml``), and turns the symbolic values
-(``tp_gt_1``, ``rack``, ``xla_flags`` ...) into plain ones. The result is a JSON-able
-mapping recorded in ``run_spec.json``; launch.sh, the platforms' manifests, the Slurm
-resources and the entry points read it through ``settings``.
+(``tp_gt_1``, ``rack``, ``xla_flags`` ...) into plain ones. The result is the run's
+``ParitySettings`` (``llmbench.core.parity_settings``), recorded in ``run_spec.json``;
+launch.sh, the platforms' manifests, the Slurm resources and the entry points read its
+settings by kind (``.env``, ``.sbatch`` ...).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core.catalog.load import parse_package_yaml
-from llmbench.core.runspec import meets_requirement, parity_settings
+from llmbench.core.parity_settings import KINDS, NO_PARITY, ParitySettings, Setting, Stack
+from llmbench.core.runspec import meets_requirement
 from llmbench.errors import ConfigError
 
-KINDS = ("sbatch", "srun", "prefix", "node", "env", "recipe", "tokenizer", "logging", "limit")
 _WHEN_KEYS = (
     "gpu_type", "size", "dtype", "precision", "gpus_per_node", "launcher", "min", "any_min",
     "nodes_min", "nodes_max", "gpus", "gpus_min", "cuda_graphs", "fsdp",
@@ -233,17 +234,19 @@ def _value(value: Any, run: Mapping[str, Any], picked: Mapping[str, Any]) -> Any
     return symbols[value]()
 
 
-def _stack(image: str, reference: str | None, in_image: bool) -> dict[str, Any]:
+def _stack(image: str, reference: str | None, in_image: bool) -> Stack:
     """Which software the ranks run: the image, the reference's, whether they are the same
     (False where the ranks run in a Python environment instead of an image) and the
     image's framework versions (empty when unknown)."""
     versions = image_versions(image) if in_image else None
-    return {
-        "image": image if in_image else "",
-        "reference_image": reference or "",
-        "reference_stack": in_image and image.replace("#", "/", 1) == reference,
-        "versions": versions or {},
-    }
+    return Stack.from_dict(
+        {
+            "image": image if in_image else "",
+            "reference_image": reference or "",
+            "reference_stack": in_image and image.replace("#", "/", 1) == reference,
+            "versions": versions or {},
+        }
+    )
 
 
 def resolve_parity(
@@ -261,7 +264,7 @@ def resolve_parity(
     image: str = "",
     in_image: bool = True,
     telemetry: bool = True,
-) -> dict[str, Any]:
+) -> ParitySettings:
     """The run's reference settings (kind, name, value, source, and ``requires``,
     ``unverified`` or ``addition`` where the data has them), the image it runs in against
     the reference's (``stack``) and the deliberate differences, llmbench's additions among
@@ -270,14 +273,14 @@ def resolve_parity(
     unknown versions; ``telemetry``: the config samples telemetry beside the ranks."""
     entry = _families().get(workload, {}).get(document)
     if entry is None:
-        return {}
+        return NO_PARITY
     run = {
         "size": size, "dtype": dtype, "precision": precision, "gpu_type": gpu_type,
         "nodes": nodes, "gpus_per_node": gpus_per_node, "parallelism": dict(parallelism),
         "launcher": launcher, "telemetry": telemetry,
     }  # fmt: skip
     stack = _stack(image, reference_image(workload, document, gpu_type), in_image)
-    versions = stack["versions"] or None
+    versions = dict(stack.versions) or None
     picked: dict[tuple[str, str], Any] = {}
     chosen = [
         item for item in entry["settings"] if _applies(item, run) and _stack_allows(item, versions)
@@ -286,44 +289,46 @@ def resolve_parity(
     # literal values first.
     for item in sorted(chosen, key=lambda i: isinstance(i["value"], str)):
         picked[(item["kind"], item["name"])] = _value(item["value"], run, picked)
-    settings = [_setting(i, picked[(i["kind"], i["name"])], versions) for i in chosen]
-    return {
-        "family": workload,
-        "document": document,
-        "reference": entry["reference"],
-        "stack": stack,
-        "settings": settings,
-        "unverified": [s["name"] for s in settings if "unverified" in s],
-        "differences": [
-            *({k: v for k, v in d.items() if k != "quote"} for d in entry.get("differences", [])),
-            *_added(settings, run),
-        ],
-    }
+    settings = tuple(_setting(i, picked[(i["kind"], i["name"])], versions) for i in chosen)
+    differences = (
+        *({k: v for k, v in d.items() if k != "quote"} for d in entry.get("differences", [])),
+        *_added(settings, run),
+    )
+    return ParitySettings(
+        family=workload,
+        document=document,
+        reference=entry["reference"],
+        stack=stack,
+        settings=settings,
+        unverified=tuple(s.name for s in settings if s.unverified is not None),
+        differences=tuple(differences),
+    )
 
 
-def _setting(item: Mapping[str, Any], value: Any, versions: Any) -> dict[str, Any]:
-    setting = {"kind": item["kind"], "name": item["name"], "value": value, "source": item["source"]}
+_KEPT = ("kind", "name", "source", "unverified", "addition")
+"""What a resolved setting keeps of its data (not its conditions, quotes or support)."""
+
+
+def _setting(item: Mapping[str, Any], value: Any, versions: Any) -> Setting:
+    setting = {**{k: item[k] for k in _KEPT if k in item}, "value": value}
     if "requires" in item and versions is None:
-        setting["requires"] = dict(item["requires"])  # decided in the container
-    for key in ("unverified", "addition"):
-        if key in item:
-            setting[key] = item[key]
-    return setting
+        setting["requires"] = item["requires"]  # decided in the container
+    return Setting.from_dict(setting)
 
 
-def _added(settings: list[dict[str, Any]], run: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _added(settings: tuple[Setting, ...], run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The run's declared differences beyond its document's: each setting whose value is
     llmbench's own (``addition``), then llmbench's additions to every launch that apply."""
     out = [
         {
-            "name": f"{s['kind']} {s['name']}",
-            "reference": s["addition"]["reference"],
-            "llmbench": str(s["value"]),
-            "reason": s["addition"]["reason"],
-            "source": s["source"],
+            "name": f"{s.kind} {s.name}",
+            "reference": s.addition["reference"],
+            "llmbench": str(s.value),
+            "reason": s.addition["reason"],
+            "source": list(s.source),
         }
         for s in settings
-        if "addition" in s
+        if s.addition is not None
     ]
     for item in additions():
         when = item.get("when", {})
@@ -335,7 +340,7 @@ def _added(settings: list[dict[str, Any]], run: Mapping[str, Any]) -> list[dict[
     return out
 
 
-def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
+def built_vocab(tokenizer: Mapping[str, Any], tp: int) -> int | None:
     """The vocabulary the model is really built with (embedding and output rows): the one
     rule FLOPs and MFU count with (a run's ``model.vocab``, the published rows' checks).
 
@@ -345,12 +350,12 @@ def built_vocab(parity: Mapping[str, Any], tp: int) -> int | None:
     size, padded the same way only where the data says the model pads it (``divisible_by``:
     the spec's release, whose model takes its size from the tokenizer); where the recipe
     sets the model's size (v26.08), setup turns padding off and the size is built as is.
+    ``tokenizer``: the run's tokenizer settings (``ParitySettings.tokenizer``).
     """
-    tok = parity_settings(parity, "tokenizer")
-    spec = tok.get("null_tokenizer") or tok.get("model_vocab")
+    spec = tokenizer.get("null_tokenizer") or tokenizer.get("model_vocab")
     if spec is None:
         return None
-    size = int(spec["vocab_size"]) + (1 if "null_tokenizer" in tok else 0)
+    size = int(spec["vocab_size"]) + (1 if "null_tokenizer" in tokenizer else 0)
     multiple = int(spec.get("divisible_by") or 1) * (tp if spec.get("times_tp") else 1)
     return -(-size // multiple) * multiple
 
@@ -362,4 +367,4 @@ def document_vocab(workload: str, document: str, tp: int) -> int | None:
     tokenizer = [s for s in entry.get("settings", []) if s["kind"] == "tokenizer"]
     if any("when" in s or "unless" in s for s in tokenizer):
         raise ConfigError(f"parity.yaml: {workload}/{document}: a conditional tokenizer setting")
-    return built_vocab({"settings": tokenizer}, tp)
+    return built_vocab({s["name"]: s["value"] for s in tokenizer}, tp)

@@ -128,31 +128,30 @@ def installed_versions(names: Iterable[str]) -> dict[str, str]:
 
 def pending_settings(spec: RunSpec) -> list[dict[str, Any]]:
     """The spec's settings that wait for the container's framework versions."""
-    return [s for s in spec.parity.get("settings", []) if "requires" in s]
+    return [s.to_dict() for s in spec.parity.pending]
 
 
 def decide_requirements(spec: RunSpec, versions: Mapping[str, str] | None = None) -> RunSpec:
     """The spec with its undecided settings (``requires``: the run's image was of unknown
     versions) decided against ``versions`` (default: this environment's): kept, without
     the mark, where the versions meet it, dropped otherwise."""
-    all_settings = spec.parity.get("settings", [])
-    pending = pending_settings(spec)
+    pending = spec.parity.pending
     if not pending:
         return spec
-    names = {name for s in pending for name in s["requires"]}
+    names = {name for s in pending for name in s.requires or {}}
     have = dict(versions) if versions is not None else installed_versions(names)
     missing = sorted(names - set(have))
     if missing:
         raise LaunchError(
             f"{', '.join(missing)}: version unknown in this environment; needed to decide "
-            f"{', '.join(s['name'] for s in pending)}"
+            f"{', '.join(s.name for s in pending)}"
         )
-    decided = []
-    for setting in all_settings:
-        needs = setting.get("requires", {})
-        if all(meets_requirement(have[name], want) for name, want in needs.items()):
-            decided.append({k: v for k, v in setting.items() if k != "requires"})
-    return dataclasses.replace(spec, parity={**spec.parity, "settings": decided})
+    decided = tuple(
+        dataclasses.replace(setting, requires=None)
+        for setting in spec.parity.settings
+        if all(meets_requirement(have[n], want) for n, want in (setting.requires or {}).items())
+    )
+    return dataclasses.replace(spec, parity=dataclasses.replace(spec.parity, settings=decided))
 
 
 def pick(table: Mapping[tuple[str, str], str], spec: RunSpec, what: str) -> str:

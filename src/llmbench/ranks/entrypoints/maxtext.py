@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import EntryOptions, parse_args, pick
 
@@ -63,7 +62,7 @@ def config_overrides(options: EntryOptions) -> dict[str, Any]:
     if spec.dtype == "fp8":
         out["quantization"] = "fp8"
     # The reference's config keys for the document (catalog/parity.yaml).
-    recipe = parity_settings(spec.parity, "recipe")
+    recipe = spec.parity.recipe
     out.update({k: v for k, v in recipe.items() if k not in SPECIAL})
     if options.profile_steps:
         start, stop = options.profile_steps
@@ -78,7 +77,7 @@ def config_overrides(options: EntryOptions) -> dict[str, Any]:
 
 def paths(options: EntryOptions) -> tuple[str, str]:
     """MaxText's ``train.py`` and base config inside the image."""
-    recipe = parity_settings(options.spec.parity, "recipe")
+    recipe = options.spec.parity.recipe
     return recipe.get("train_py", TRAIN_PY), recipe.get("base_config", BASE_CONFIG)
 
 
@@ -111,7 +110,7 @@ class PglePass:
 
 def pgle_pass(options: EntryOptions, rank: int, xla_flags: str) -> PglePass | None:
     """The commands of the PGLE pass for ``rank``; None where the reference runs none."""
-    pgle = parity_settings(options.spec.parity, "recipe").get("pgle")
+    pgle = options.spec.parity.recipe.get("pgle")
     if not pgle or options.profile_steps:  # a profile run is already under nsys
         return None
     argv = argv_for(options)
@@ -144,7 +143,7 @@ PROFILE_KEYS = {"run_name", "steps", "profiler", "skip_first_n_steps_for_profile
 def resolved(options: EntryOptions) -> dict[str, Any]:
     """What this entry point runs, as data (``llmbench render``): ``train.py``'s argv and
     rank 0's PGLE pass with the XLA flags launch.sh exports."""
-    xla = str(parity_settings(options.spec.parity, "env").get("XLA_FLAGS", ""))
+    xla = str(options.spec.parity.env.get("XLA_FLAGS", ""))
     the_pass = pgle_pass(options, 0, xla)
     return {
         "argv": argv_for(options),

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints import common
 from llmbench.ranks.entrypoints.common import EntryOptions, apply_overrides, parse_args, pick
@@ -51,7 +50,7 @@ def recipe_call(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     ``pretrain_config(mock=True)`` the spec's document calls, or a release's
     ``recipe_function`` (a dotted name), called without arguments."""
     spec = options.spec
-    recipe = parity_settings(spec.parity, "recipe")
+    recipe = spec.parity.recipe
     if "recipe_function" in recipe:
         return str(recipe["recipe_function"]), {}
     module = recipe.get("recipe_module", pick(RECIPES, spec, "megatron-bridge"))
@@ -67,7 +66,7 @@ def recipe_function(options: EntryOptions) -> str:
 def release_style(options: EntryOptions) -> bool:
     """The recipe is a release's function: CUDA graphs come from the settings
     (``model.cuda_graph_impl``), not the row's ``enable_cuda_graph`` switch."""
-    return "recipe_function" in parity_settings(options.spec.parity, "recipe")
+    return "recipe_function" in options.spec.parity.recipe
 
 
 FP8_RECIPE = "bf16_with_fp8_current_scaling_mixed"
@@ -81,7 +80,7 @@ def precision(options: EntryOptions) -> tuple[str, dict[str, Any]]:
     recipe's defaults (first/last layers in BF16, gradient reduction in FP32) over ours.
     """
     spec = options.spec
-    recipe = parity_settings(spec.parity, "recipe")
+    recipe = spec.parity.recipe
     default = FP8_RECIPE if spec.dtype == "fp8" else "bf16_mixed"
     name = recipe.get("mixed_precision") or default
     prefix = "mixed_precision."
@@ -120,9 +119,9 @@ def overrides(options: EntryOptions) -> dict[str, Any]:
         out["model.cpu_offloading"] = True
         out["model.cpu_offloading_num_layers"] = p["offload_layers"]
     # The reference's settings for the document (they win over the row's columns).
-    recipe = parity_settings(spec.parity, "recipe")
+    recipe = spec.parity.recipe
     out.update({k: v for k, v in recipe.items() if k not in SPECIAL and not k.startswith("mixed_")})
-    out.update(parity_settings(spec.parity, "logging"))
+    out.update(spec.parity.logging)
     if options.profile_steps:
         out["profiling.use_nsys_profiler"] = True
         out["profiling.profile_step_start"], out["profiling.profile_step_end"] = (
@@ -144,7 +143,7 @@ def resolved(options: EntryOptions) -> dict[str, Any]:
     """What this entry point builds for the run, as data (``llmbench render``)."""
     _, kwargs = recipe_call(options)
     name, fields = precision(options)
-    recipe = parity_settings(options.spec.parity, "recipe")
+    recipe = options.spec.parity.recipe
     return {
         "recipe": recipe_function(options),
         "recipe_kwargs": kwargs,
@@ -165,7 +164,7 @@ def build_config(options: EntryOptions) -> Any:  # pragma: no cover - needs the 
     """
     _, kwargs = recipe_call(options)
     precision_name, precision_fields = precision(options)
-    recipe = parity_settings(options.spec.parity, "recipe")
+    recipe = options.spec.parity.recipe
     # heavy optional dependency (in the training image or venv): imported only here
     from megatron.bridge.training import comm_overlap, mixed_precision
 

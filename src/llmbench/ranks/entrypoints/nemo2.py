@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.runspec import parity_settings
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import (
     CPU_ONLY_FUSIONS_OFF,
@@ -81,7 +80,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     p = spec.parallelism
     strategy = "trainer.strategy."
     fallback = pick(RECIPES, spec, "nemo2")  # also rejects a size the catalog lacks
-    recipe_settings = parity_settings(spec.parity, "recipe")
+    recipe_settings = spec.parity.recipe
     overrides: dict[str, Any] = {
         "trainer.max_steps": options.max_steps,
         "trainer.limit_val_batches": 0.0,  # timing runs: no validation passes
@@ -104,7 +103,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     if "data.num_train_samples" in recipe_settings:
         rule = recipe_settings["data.num_train_samples"]
         overrides["data.num_train_samples"] = _num_train_samples(rule, options.max_steps, spec)
-    logging = parity_settings(spec.parity, "logging")
+    logging = dict(spec.parity.logging)
     if options.save_checkpoint:
         logging.pop("log.ckpt", None)  # the checkpoint variant keeps the checkpoint callback
     overrides.update(logging)
@@ -130,7 +129,7 @@ def plan(options: EntryOptions) -> NemoPlan:
     }
     if "performance_mode" in recipe_settings:
         kwargs["performance_mode"] = bool(recipe_settings["performance_mode"])
-    null_tokenizer = parity_settings(spec.parity, "tokenizer").get("null_tokenizer")
+    null_tokenizer = spec.parity.tokenizer.get("null_tokenizer")
     return NemoPlan(
         recipe=recipe_settings.get("recipe_module", fallback),
         recipe_kwargs=kwargs,
