@@ -26,9 +26,10 @@ import pytest
 import yaml
 
 from llmbench.core.config import check_config, config_schema
+from llmbench.core.platform_site import KubernetesSite
 from llmbench.errors import ConfigError
 from llmbench.job.runner import run_attempt
-from llmbench.launch.kubernetes import KubernetesSite, node_command, render_manifest_yaml
+from llmbench.launch.kubernetes import node_command, render_manifest_yaml
 from llmbench.launch.launchers import check_platforms
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.wiring import launch_env

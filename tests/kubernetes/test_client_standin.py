@@ -16,7 +16,7 @@ import yaml
 
 from llmbench.core.config import run_specs, validate_config
 from llmbench.core.runspec import RunSpec
-from llmbench.launch.kubernetes import KubernetesSite, render_manifest_yaml, submit_and_wait
+from llmbench.launch.kubernetes import render_manifest_yaml, submit_and_wait
 from llmbench.parsers import parse_log
 from tests.kubernetes.standin_apiserver import StandInApiServer
 
@@ -38,7 +38,7 @@ def embedded_spec(api: str = "trainjob", ranks: int = 1) -> RunSpec:
 
 def submit(standin: StandInApiServer, tmp_path: Path, spec: RunSpec, monkeypatch) -> tuple:
     monkeypatch.setenv("KUBECONFIG", str(standin.kubeconfig(tmp_path / "kubeconfig")))
-    site = KubernetesSite.from_config(spec.platform)
+    site = spec.site
     manifest = yaml.safe_load(render_manifest_yaml(spec, site, attempt=1))
     record, progress = tmp_path / "platform.json", tmp_path / "platform.log"
     code = submit_and_wait(manifest, record, progress, poll_s=0.2, keep=False)
@@ -91,9 +91,7 @@ def test_a_stopped_submit_script_deletes_its_workload(standin, tmp_path) -> None
     """llmbench's time limit or Snakemake ends launch.sh with SIGTERM: the workload goes too."""
     spec = embedded_spec()
     standin.pending_polls = 10**6  # it never leaves the queue
-    (tmp_path / "manifest.yaml").write_text(
-        render_manifest_yaml(spec, KubernetesSite.from_config(spec.platform), attempt=1)
-    )
+    (tmp_path / "manifest.yaml").write_text(render_manifest_yaml(spec, spec.site, attempt=1))
     env = dict(os.environ, KUBECONFIG=str(standin.kubeconfig(tmp_path / "kubeconfig")))
     args = ["--manifest", "manifest.yaml", "--record", "platform.json"]
     args += ["--progress", "platform.log", "--poll-s=0.2"]

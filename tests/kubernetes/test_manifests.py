@@ -17,9 +17,10 @@ import yaml
 
 from llmbench.core.catalog.parity import resolve_parity
 from llmbench.core.config import run_specs, validate_config
+from llmbench.core.platform_site import KubernetesSite
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
-from llmbench.launch.kubernetes import KubernetesSite, render_manifest, render_manifest_yaml
+from llmbench.launch.kubernetes import render_manifest, render_manifest_yaml
 from llmbench.launch.launchers import render_launch_script
 
 HERE = Path(__file__).parent
@@ -86,7 +87,7 @@ def spec_340b(api: str) -> RunSpec:
 def test_340b_256_gpu_manifest_matches_golden_and_schema(api: str) -> None:
     spec = spec_340b(api)
     assert (spec.nodes, spec.gpus_per_node) == (32, 8)
-    text = render_manifest_yaml(spec, KubernetesSite.from_config(spec.platform), attempt=1)
+    text = render_manifest_yaml(spec, spec.site, attempt=1)
     path = GOLDEN / f"{spec.run_id}_{api}.yaml"
     if UPDATE:
         GOLDEN.mkdir(exist_ok=True)
@@ -109,7 +110,7 @@ def _container(manifest: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("api", ["trainjob", "pytorchjob"])
 def test_pods_carry_the_reference_environment_srun_ranks_get(api: str) -> None:
     spec = spec_340b(api)
-    manifest = render_manifest(spec, KubernetesSite.from_config(spec.platform), attempt=1)
+    manifest = render_manifest(spec, spec.site, attempt=1)
     env = {e["name"]: e["value"] for e in _container(manifest)["env"]}
     assert json.loads(env.pop("LLMBENCH_RUN_SPEC")) == spec.to_dict()
     # the same list srun's ranks get: Kubernetes has no executor of its own in the

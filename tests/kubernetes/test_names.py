@@ -8,7 +8,8 @@ import pytest
 from llmbench.core import kubernetes_names as k8s
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import check_config
-from llmbench.launch.kubernetes import KubernetesSite, render_manifest
+from llmbench.core.platform_site import KubernetesSite
+from llmbench.launch.kubernetes import render_manifest
 
 SUBDOMAIN_253 = ".".join(["a" * 63] * 3 + ["b" * 61])
 

@@ -13,7 +13,7 @@ from llmbench.core.config import run_specs, validate_config
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError
 from llmbench.launch.launchers import check_platforms, render_launch_script
-from llmbench.launch.runai import RunaiClient, RunaiSite, render_payload_json, submit_and_wait
+from llmbench.launch.runai import RunaiClient, render_payload_json, submit_and_wait
 from llmbench.parsers import parse_log
 from tests.kubernetes.standin_apiserver import RUNAI_PROJECT, StandInApiServer
 
@@ -40,7 +40,7 @@ def test_340b_256_gpu_payload_matches_golden() -> None:
              "gpu_type": "h100", "scales": [256]}  # fmt: skip
     pvcs = ["workspace:/nemo2-workspace:nemo2-workspace-project"]
     spec = spec_for(sweep, site(pvcs=pvcs, llmbench_src="/nemo2-workspace/llmbench/src"))
-    text = render_payload_json(spec, RunaiSite.from_config(spec.platform), attempt=1)
+    text = render_payload_json(spec, spec.site, attempt=1)
     path = GOLDEN / f"{spec.run_id}_runai.json"
     if UPDATE:
         path.write_text(text)
@@ -87,7 +87,7 @@ def run(standin, tmp_path, monkeypatch, spec: RunSpec) -> tuple[int, dict, Path]
     standin.runai_app = ("llmb-bench", SECRET)
     monkeypatch.setenv("LLMB_TEST_RUNAI_SECRET", SECRET)
     monkeypatch.setenv("KUBECONFIG", str(standin.kubeconfig(tmp_path / "kubeconfig")))
-    site_values = RunaiSite.from_config(spec.platform)
+    site_values = spec.site
     payload = json.loads(render_payload_json(spec, site_values, attempt=1))
     client = RunaiClient(site_values.base_url, site_values.app_id, site_values.secret_env)
     record, progress = tmp_path / "platform.json", tmp_path / "platform.log"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypedDict
 
 from llmbench.core.limits import RunLimits, default_limits
 from llmbench.core.parity_settings import NO_PARITY, ParitySettings
+from llmbench.core.platform_site import Site, parse_site
 
 _NAME = r"[a-z0-9][a-z0-9.-]*"
 DEFAULT_RELEASE = "spec"
@@ -123,7 +125,8 @@ class RunSpec:
     """The reference's launch settings for this run, with sources (``catalog/parity.yaml``
     resolved by ``llmbench.core.catalog.parity``); empty for the embedded workload."""
     platform: dict[str, Any] = field(default_factory=dict)
-    """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config)."""
+    """Site values of a platform launcher (``kubernetes:`` or ``runai:`` in the config), as
+    recorded; ``site`` is them parsed."""
     limits: RunLimits | None = None
     """Time limit and watchdog allowances (``llmbench.core.limits``); None takes the defaults
     (the reference's time limit from ``parity``)."""
@@ -139,6 +142,13 @@ class RunSpec:
             reference = reference_time_limit_min(self.parity)
             limits = default_limits(self.framework, self.variant, reference)
             object.__setattr__(self, "limits", limits)
+
+    @cached_property
+    def site(self) -> Site | None:
+        """The platform's site values as a typed value (``llmbench.core.platform_site``),
+        parsed once, when first asked; None for a launcher without a site block. A bad
+        value raises a ``LaunchError`` naming the key."""
+        return parse_site(self.launcher, self.platform)
 
     @property
     def run_id(self) -> str:
@@ -161,6 +171,7 @@ class RunSpec:
         ``dataclasses.asdict`` (a recursive deep copy): a 10,000-run sweep's DAG asks for
         every run's (benchmarks/dry_run.py)."""
         data = dict(self.__dict__)
+        data.pop("site", None)  # parsed from ``platform``, which is recorded
         data["window"] = list(self.window)
         for name in ("parallelism", "model"):
             data[name] = dict(data[name])

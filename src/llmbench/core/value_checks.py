@@ -20,11 +20,10 @@ from urllib.parse import urlsplit
 from llmbench.core import kubernetes_names as k8s
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import PLATFORM_SITE_BLOCKS, launcher_traits
+from llmbench.core.platform_site import DEFAULT_SECRET_ENV
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
 
-DEFAULT_SECRET_ENV = "RUNAI_APP_SECRET"
-"""The variable that holds the Run:ai Application secret when ``runai.secret_env`` is unset."""
 POD_CPUS_MAX = 768
 """CPUs one pod of CPU ranks may ask for (ranks per node x threads per rank): a pod runs on
 one node, and Kubernetes counts a hardware thread as one CPU; 768 is a two-socket server

@@ -23,13 +23,13 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.platform_site import APIS, KubernetesSite
 from llmbench.core.runspec import RunSpec
 from llmbench.core.yamlfile import load_yaml_text
 from llmbench.errors import LaunchError
@@ -39,11 +39,6 @@ from llmbench.launch.shell import join
 MANIFEST_FILE = "manifest.yaml"
 PLATFORM_FILE = "platform.json"
 PROGRESS_FILE = "platform.log"
-APIS = {
-    "trainjob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"),
-    "pytorchjob": ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
-}
-"""``kubernetes.api`` -> (group, version, plural, kind)."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RUN_LABEL = "llmbench.io/workload"
 """On the workload and its pods: the workload name, unique per run attempt."""
@@ -51,59 +46,6 @@ CONTAINER = "node"
 """The trainer container: the name the Trainer's torch runtimes give it (patches match it)."""
 SPEC_ENV = "LLMBENCH_RUN_SPEC"
 """The run spec travels in the manifest (this env value); the pod writes it to a file."""
-
-
-@dataclass(frozen=True)
-class Pvc:
-    name: str
-    claim: str
-    path: str
-
-
-@dataclass(frozen=True)
-class KubernetesSite:
-    """The profile's site values (``kubernetes:`` in the config, see docs/kubernetes.md)."""
-
-    namespace: str = "default"
-    api: str = "trainjob"
-    runtime: str = "torch-distributed"
-    image: str = ""
-    queue: str = ""
-    shm_gi: int = 64
-    pvcs: tuple[Pvc, ...] = ()
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: tuple[dict[str, Any], ...] = ()
-    gpu_resource: str = "nvidia.com/gpu"
-    llmbench_src: str = ""
-    keep: bool = False
-    poll_s: float = LAUNCHER_TRAITS["kubernetes"].poll_s
-    context: str = ""
-
-    @classmethod
-    def from_config(cls, data: Mapping[str, Any]) -> KubernetesSite:
-        values = dict(data)
-        api = values.get("api", cls.api)
-        if api not in APIS:
-            raise LaunchError(f"kubernetes.api={api!r}: allowed: {', '.join(APIS)}")
-        pvcs = parse_pvcs(values.pop("pvcs", []) or [], "kubernetes")
-        values["tolerations"] = tuple(values.get("tolerations") or ())
-        values["node_selector"] = dict(values.get("node_selector") or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise LaunchError(f"kubernetes.{unknown[0]}: unknown key; allowed: {sorted(known)}")
-        return cls(pvcs=pvcs, **values)
-
-
-def parse_pvcs(entries: list[str], key: str) -> tuple[Pvc, ...]:
-    """``name:/mount/path:claimName`` entries (the spec's RUN_CONF_MOUNTS form)."""
-    pvcs = []
-    for entry in entries:
-        parts = str(entry).split(":")
-        if len(parts) != 3 or not all(parts) or not parts[1].startswith("/"):
-            raise LaunchError(f"{key}.pvcs: {entry!r}; allowed: name:/mount/path:claimName")
-        pvcs.append(Pvc(name=parts[0], path=parts[1], claim=parts[2]))
-    return tuple(pvcs)
 
 
 def workload_name(spec: RunSpec, attempt: int) -> str:

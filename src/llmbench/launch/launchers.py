@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
+from llmbench.core.platform_site import KubernetesSite, RunaiSite, Site
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch import kubernetes, runai, script
@@ -111,6 +112,14 @@ class PlatformLauncher(Launcher):
         return out
 
 
+def _site(spec: RunSpec, kind: type[Site]) -> Any:
+    """The run's parsed site values (``RunSpec.site``), of the launcher's own kind."""
+    site = spec.site
+    if not isinstance(site, kind):
+        raise LaunchError(f"run {spec.run_id}: no {kind.block}: site values")
+    return site
+
+
 class KubernetesLauncher(PlatformLauncher):
     """A Kubeflow TrainJob or PyTorchJob through the Kubernetes API."""
 
@@ -118,12 +127,10 @@ class KubernetesLauncher(PlatformLauncher):
 
     def render(self, spec: RunSpec) -> str:
         header = script.header(spec, "bash launch.sh (with the same kubeconfig)")
-        return kubernetes.render_submit_script(
-            header, kubernetes.KubernetesSite.from_config(spec.platform)
-        )
+        return kubernetes.render_submit_script(header, _site(spec, KubernetesSite))
 
     def files(self, spec: RunSpec, attempt: int) -> dict[str, str]:
-        site = kubernetes.KubernetesSite.from_config(spec.platform)
+        site = _site(spec, KubernetesSite)
         return {kubernetes.MANIFEST_FILE: kubernetes.render_manifest_yaml(spec, site, attempt)}
 
 
@@ -134,16 +141,16 @@ class RunaiLauncher(PlatformLauncher):
 
     def render(self, spec: RunSpec) -> str:
         header = script.header(spec, "bash launch.sh (with the same environment)")
-        return runai.render_submit_script(header, runai.RunaiSite.from_config(spec.platform))
+        return runai.render_submit_script(header, _site(spec, RunaiSite))
 
     def files(self, spec: RunSpec, attempt: int) -> dict[str, str]:
-        site = runai.RunaiSite.from_config(spec.platform)
+        site = _site(spec, RunaiSite)
         return {runai.PAYLOAD_FILE: runai.render_payload_json(spec, site, attempt)}
 
     def missing_before_start(self, spec: RunSpec, environ: Mapping[str, str]) -> str | None:
         # The train jobs run where the sweep starts and read the secret from there: a
         # sweep without it would fail every run at its first API call.
-        name = runai.RunaiSite.from_config(spec.platform).secret_env
+        name = _site(spec, RunaiSite).secret_env
         if environ.get(name):
             return None
         return (

@@ -28,21 +28,17 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.platform_site import DEFAULT_SECRET_ENV, RunaiSite
 from llmbench.core.runspec import RunSpec
-from llmbench.core.value_checks import DEFAULT_SECRET_ENV
 from llmbench.errors import LaunchError
 from llmbench.launch.kubernetes import (
     PLATFORM_FILE,
     PROGRESS_FILE,
-    Pvc,
     explicit_torchrun,
     node_command,
-    parse_pvcs,
     pod_environment,
     pod_log,
     workload_name,
@@ -63,41 +59,6 @@ REASON_WORDS = (
     ("node lost", "node_failure"),
 )
 """Words of a workload's phase message or a pod's state -> llmbench reason (first wins)."""
-
-
-@dataclass(frozen=True)
-class RunaiSite:
-    """The profile's site values (``runai:`` in the config, see docs/runai.md)."""
-
-    base_url: str = ""
-    app_id: str = ""
-    secret_env: str = DEFAULT_SECRET_ENV
-    project: str = ""
-    image: str = ""
-    pvcs: tuple[Pvc, ...] = ()
-    llmbench_src: str = ""
-    keep: bool = False
-    poll_s: float = LAUNCHER_TRAITS["runai"].poll_s
-    context: str = ""
-
-    @classmethod
-    def from_config(cls, data: Mapping[str, Any]) -> RunaiSite:
-        values = dict(data)
-        values["pvcs"] = parse_pvcs(values.pop("pvcs", []) or [], "runai")
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise LaunchError(f"runai.{unknown[0]}: unknown key; allowed: {sorted(known)}")
-        site = cls(**values)
-        for key in ("base_url", "app_id", "project"):
-            if not getattr(site, key):
-                raise LaunchError(
-                    f"runai.{key} is not set; allowed: a value in the site file's runai: "
-                    "block (profiles/runai/site.yaml shows each)"
-                )
-        if not site.base_url.startswith(("https://", "http://")):
-            raise LaunchError(f"runai.base_url={site.base_url!r}; allowed: https://<host>/api/v1")
-        return site
 
 
 def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, Any]:
