@@ -11,6 +11,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,10 +31,9 @@ from llmbench.core.profiling import default_profile, parse_ranks
 from llmbench.core.release_notes import release_notes
 from llmbench.core.runspec import (
     DEFAULT_RELEASE,
-    ModelFields,
-    Parallelism,
     ProfileSettings,
     RunSpec,
+    model_fields,
     reference_time_limit_min,
 )
 from llmbench.core.site_file import (  # noqa: F401  (importers of config)
@@ -399,8 +399,8 @@ def _resolve_tiny(
         seq_len=shape.seq_len,
         micro_batch_size=embedded_workload.MICRO_BATCH_SIZE,
         global_batch_size=embedded_workload.global_batch_size(gpus),
-        parallelism=Parallelism(tp=1, pp=1, cp=1, dp=gpus, ga=ga),
-        model=ModelFields(flops_formula="llama", **shape.__dict__),
+        parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": gpus, "ga": ga},
+        model=model_fields("llama", shape),
         launcher=config["launcher"],
         platform=_site_block(config),
         container="none",  # the embedded workload has no image: it runs in llmbench's Python
@@ -438,8 +438,7 @@ def _resolve_catalog(
         parse_image(image)
     except LaunchError as err:
         raise ConfigError(f"{where}: images.{row.workload}: {err}") from None
-    # the row's columns of the same names (Parallelism lists them, in the row's order)
-    parallelism = Parallelism(**{key: getattr(row, key) for key in Parallelism.__annotations__})
+    parallelism = row.parallelism_fields()
     gpus_per_node = catalog.gpu(row.gpu_type).gpus_per_node
     parity = resolve_parity(
         row.workload,
@@ -456,10 +455,9 @@ def _resolve_catalog(
         in_image=config["container"] == "enroot" or launcher_traits(config["launcher"]).platform,
         telemetry=config["telemetry"]["enabled"],
     )
-    model = ModelFields(flops_formula=row.model.flops_family, source=row.source, **shape.__dict__)
-    if row.model.extras.as_dict():
-        model["extras"] = row.model.extras.as_dict()
-    model["vocab"] = built_vocab(parity.tokenizer, parallelism["tp"] or 1) or model["vocab"]
+    vocab = built_vocab(parity.tokenizer, row.tp or 1) or shape.vocab  # as built
+    extras = row.model.extras.as_dict()
+    model = model_fields(row.model.flops_family, replace(shape, vocab=vocab), row.source, extras)
     return RunSpec(
         workload=row.workload,
         framework=row.framework,

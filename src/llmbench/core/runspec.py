@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, TypedDict
 
+from llmbench.core.flops import ModelShape
 from llmbench.core.limits import RunLimits, default_limits
 from llmbench.core.parity_settings import NO_PARITY, ParitySettings
 from llmbench.core.platform_site import Site, parse_site
@@ -50,9 +52,12 @@ def meets_requirement(version: str, requirement: str) -> bool:
     return have >= want if op == ">=" else have < want
 
 
-class Parallelism(TypedDict, total=False):
-    """How a run splits its model and batch (a catalog row's columns; the embedded
-    workload sets tp, pp, cp, dp and ga only). None: the recipe leaves it unset."""
+@dataclass(frozen=True)
+class Parallelism:
+    """How a run splits its model and batch: the parallelism columns of a catalog row
+    (``llmbench.core.catalog.records.RecipeRow`` has them), declared here once. None: the
+    recipe leaves it unset (NA). A ``RunSpec`` carries them by name
+    (``parallelism_fields``); the embedded workload sets tp, pp, cp, dp and ga only."""
 
     tp: int
     pp: int
@@ -67,23 +72,32 @@ class Parallelism(TypedDict, total=False):
     recompute_layers: int
     offload_layers: int
 
+    def parallelism_fields(self) -> dict[str, Any]:
+        """``{name: value}`` of the fields above, in their order: ``RunSpec.parallelism``."""
+        return {name: getattr(self, name) for name in PARALLELISM_FIELDS}
 
-class ModelFields(TypedDict, total=False):
-    """The model a run builds: ``llmbench.core.flops.ModelShape``'s fields (the row's layers
-    and sequence length, the vocabulary as built), its FLOPs formula family, for a catalog
-    workload the recipe document it comes from, and for a model with experts, latent
-    attention or MTP its ``extras`` (``llmbench.core.flops.ModelExtras``, set fields only)."""
 
-    flops_formula: str
-    source: str
-    layers: int
-    hidden: int
-    ffn_hidden: int
-    heads: int
-    query_groups: int
-    vocab: int
-    seq_len: int
-    extras: dict[str, int]
+PARALLELISM_FIELDS = tuple(f.name for f in fields(Parallelism))
+
+
+def model_fields(
+    flops_formula: str,
+    shape: ModelShape,
+    source: str = "",
+    extras: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """``RunSpec.model``, the model a run builds: its FLOPs formula family, for a catalog
+    workload the recipe document it comes from, ``ModelShape``'s fields (the row's layers
+    and sequence length, the vocabulary as built) and, for a model with experts, latent
+    attention or MTP, its ``extras`` (``llmbench.core.flops.ModelExtras``, set fields
+    only)."""
+    model: dict[str, Any] = {"flops_formula": flops_formula}
+    if source:
+        model["source"] = source
+    model.update(shape.__dict__)
+    if extras:
+        model["extras"] = dict(extras)
+    return model
 
 
 class ProfileSettings(TypedDict, total=False):
@@ -113,8 +127,10 @@ class RunSpec:
     seq_len: int
     micro_batch_size: int
     global_batch_size: int
-    parallelism: Parallelism = field(default_factory=Parallelism)
-    model: ModelFields = field(default_factory=ModelFields)
+    parallelism: dict[str, Any] = field(default_factory=dict)
+    """``Parallelism``'s fields by name (``Parallelism.parallelism_fields``)."""
+    model: dict[str, Any] = field(default_factory=dict)
+    """What ``model_fields`` gives: the formula family, document, shape and extras."""
     launcher: str = "local"
     container: str = "none"
     threads_per_rank: int = 1

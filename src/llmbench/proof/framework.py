@@ -22,7 +22,7 @@ from typing import Any
 from llmbench.core import embedded_workload
 from llmbench.core.flops import ModelShape
 from llmbench.core.limits import RunLimits
-from llmbench.core.runspec import ModelFields, Parallelism, RunSpec
+from llmbench.core.runspec import RunSpec, model_fields
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job.attempts import SUMMARY_FILE, attempt_outcome
 from llmbench.job.runner import RECORD_FILE, run_attempt
@@ -76,8 +76,8 @@ def framework_spec(
         seq_len=shape.seq_len,
         micro_batch_size=micro_batch,
         global_batch_size=micro_batch,
-        parallelism=Parallelism(tp=1, pp=1, cp=1, dp=1, ga=1),
-        model=ModelFields(flops_formula="llama", **shape.__dict__),
+        parallelism={"tp": 1, "pp": 1, "cp": 1, "dp": 1, "ga": 1},
+        model=model_fields("llama", shape),
         limits=limits,
     )
 

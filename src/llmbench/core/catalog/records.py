@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.core.flops import NO_EXTRAS, ModelExtras, ModelShape
-from llmbench.core.runspec import DEFAULT_RELEASE
+from llmbench.core.runspec import DEFAULT_RELEASE, Parallelism
 from llmbench.errors import ConfigError
 
 FRAMEWORKS = ("nemo2", "megatron-bridge", "maxtext")
@@ -164,8 +164,9 @@ OVERRIDABLE = (
 
 
 @dataclass(frozen=True)
-class RecipeRow:
-    """One runnable configuration: a workload, size, dtype, GPU type and scale.
+class RecipeRow(Parallelism):
+    """One runnable configuration: a workload, size, dtype, GPU type and scale, and how it
+    splits its model and batch (the ``Parallelism`` columns it inherits).
 
     ``dp`` is the data-parallel size; on Megatron-Bridge it includes FSDP sharding, on
     MaxText it is the DP beside ``fsdp`` (an int there: FSDP x DP = GPUs). ``vp``, ``ep``
@@ -185,20 +186,8 @@ class RecipeRow:
     nodes: int
     seq_len: int
     layers: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int | None
-    etp: int | None
-    dp: int
-    vp: int | None
-    fsdp: bool | int
     mbs: int
     gbs: int
-    ga: int
-    cuda_graphs: bool
-    recompute_layers: int
-    offload_layers: int
     scaling: str
     source: str
     release: str = DEFAULT_RELEASE
