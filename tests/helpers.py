@@ -28,10 +28,12 @@ from llmbench.aggregate.runs_and_steps import (
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.records import RecipeRow
 from llmbench.core.catalog.rules import RULES
-from llmbench.core.config import run_specs, validate_config
+from llmbench.core.config import Host, run_specs, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
+HERE = Host(cores=os.cpu_count() or 1, environ=os.environ)
+"""This machine, as the workflow and ``llmbench plan`` hand it to the config check."""
 
 
 def missing_prerequisite(reason: str) -> NoReturn:

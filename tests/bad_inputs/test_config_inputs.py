@@ -13,7 +13,7 @@ from llmbench.core.config import merge_config, workflow_config
 from llmbench.errors import ConfigError
 from tests.bad_inputs.cases import ACCEPTED, ALL, REJECTED, ConfigCase, dump
 from tests.bad_inputs.checks import assert_untouched, one_error_line, run_cli
-from tests.helpers import REPO, snakemake
+from tests.helpers import HERE, REPO, snakemake
 
 
 def plan_file(case: ConfigCase, folder: Path) -> Path:
@@ -28,7 +28,7 @@ def workflow_verdict(case: ConfigCase, folder: Path) -> str | None:
     """None when the workflow's entry accepts the case, else its error line."""
     path = case.write(folder)
     try:
-        workflow_config(case.overrides, path.name, [Path.cwd(), REPO])
+        workflow_config(case.overrides, path.name, [Path.cwd(), REPO], host=HERE)
     except ConfigError as err:
         return str(err)
     return None

@@ -33,7 +33,7 @@ from llmbench.launch.kubernetes import node_command, render_manifest_yaml
 from llmbench.launch.launchers import check_platforms
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.wiring import launch_env
-from tests.helpers import REPO, tiny_config
+from tests.helpers import HERE, REPO, tiny_config
 from tests.kubernetes.standin_apiserver import StandInApiServer
 from tests.launch.cases import EXAMPLE_IMAGES
 
@@ -290,7 +290,7 @@ def test_no_config_value_runs_as_a_command(
             value = template.format(payload.replace(MARK, str(marker)))
             config = with_value(BASES[launcher], path, value)
             try:
-                _, specs = check_config(config, "config.yaml", [tmp_path, REPO])
+                _, specs = check_config(config, "config.yaml", [tmp_path, REPO], host=HERE)
                 check_platforms(specs, "config.yaml")
             except ConfigError as err:
                 line = str(err)
@@ -344,7 +344,7 @@ def test_pod_command_quotes_the_source_path_whatever_it_holds(tools, tmp_path: P
     marker = tmp_path / "INJECTED"
     src = HOSTILE_SRC.format(m=marker)
     config = tiny_config((1,), launcher="kubernetes", kubernetes={"image": SITE_IMAGE})
-    (spec,) = check_config(config, "config.yaml", [REPO])[1]
+    (spec,) = check_config(config, "config.yaml", [REPO], host=HERE)[1]
     record = tmp_path / "pod.jsonl"
     command = node_command(spec, src, "python3 -m torch.distributed.run")
     env = {
@@ -387,7 +387,7 @@ def test_hostile_source_path_on_the_standin_runs_nothing_extra(tmp_path: Path, m
         window=[5, 10],
         kubernetes={"image": SITE_IMAGE, "poll_s": 0.2},
     )
-    (spec,) = check_config(config, "config.yaml", [REPO])[1]
+    (spec,) = check_config(config, "config.yaml", [REPO], host=HERE)[1]
     site = KubernetesSite.from_config(
         {**spec.platform, "llmbench_src": HOSTILE_SRC.format(m=marker)}
     )

@@ -15,7 +15,7 @@ from llmbench.cli import main as cli_main
 from llmbench.cli.commands.render import ENTRY_CONFIG_FILE, render_run
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import check_experiment
-from tests.helpers import REPO, snakemake
+from tests.helpers import HERE, REPO, snakemake
 
 CATALOG = load_catalog()
 RELEASE_ROWS = CATALOG.rows(release="v26.08")
@@ -24,7 +24,7 @@ SITE = {"launcher": "srun", "container": "enroot", "hf_home": "/shared/hf"}
 
 def test_every_release_row_renders(tmp_path: Path) -> None:
     config = {"sweeps": [row.sweep_entry() for row in RELEASE_ROWS], **SITE}
-    specs = check_experiment(config, {}, "config")[1]
+    specs = check_experiment(config, {}, "config", host=HERE)[1]
     assert {(s.workload, s.size, s.dtype, s.gpu_type, s.gpus) for s in specs} == {
         (r.workload, r.size, r.dtype, r.gpu_type, r.gpus) for r in RELEASE_ROWS
     }
@@ -112,7 +112,7 @@ def test_a_config_mixing_releases_renders(mixed, tmp_path: Path) -> None:
 
 def test_the_exemplar_suite_config_plans_its_512_gpu_runs() -> None:
     path = REPO / "configs" / "exemplar-v26.08.yaml"
-    specs = check_experiment(yaml.safe_load(path.read_text()), SITE, str(path))[1]
+    specs = check_experiment(yaml.safe_load(path.read_text()), SITE, str(path), host=HERE)[1]
     assert len(specs) == 38
     assert {s.gpus for s in specs} == {512} and {s.release for s in specs} == {"v26.08"}
     assert {s.variant for s in specs} == {"perf"} and len({s.run_id for s in specs}) == 38

@@ -18,7 +18,7 @@ from llmbench.core.config import check_experiment
 from llmbench.job.runner import run_attempt
 from llmbench.launch.entry import ENTRY_MODULES
 from llmbench.launch.launchers import render_launch_script
-from tests.helpers import REPO, tiny_config
+from tests.helpers import HERE, REPO, tiny_config
 
 CATALOG = [row for w in load_catalog().workloads() for row in load_catalog().rows(w)]
 
@@ -31,7 +31,7 @@ def _config(path: Path, sweeps: list[dict], **top: object) -> Path:
 def test_every_catalog_row_renders(tmp_path: Path) -> None:
     config = {"sweeps": [row.sweep_entry() for row in CATALOG], "launcher": "srun",
               "container": "enroot"}  # fmt: skip
-    specs = check_experiment(config, {}, "config")[1]
+    specs = check_experiment(config, {}, "config", host=HERE)[1]
     assert {(s.workload, s.size, s.dtype, s.gpu_type, s.gpus, s.scaling) for s in specs} == {
         (r.workload, r.size, r.dtype, r.gpu_type, r.gpus, r.scaling) for r in CATALOG
     }
@@ -133,7 +133,7 @@ def test_nothing_in_a_used_folder_is_overwritten(tmp_path: Path) -> None:
 
 def test_render_writes_what_a_real_attempt_writes(tmp_path: Path) -> None:
     config = tiny_config((1,), steps=4, window=[2, 3])
-    (spec,) = check_experiment(config, {}, "config")[1]
+    (spec,) = check_experiment(config, {}, "config", host=HERE)[1]
     record = run_attempt(spec, tmp_path / "runs" / spec.run_id)
     assert record["exit_code"] == 0, record
     attempt = tmp_path / "runs" / spec.run_id / record["attempt_dir"]

@@ -4,7 +4,7 @@ import pytest
 
 from llmbench.core.config import load_config, run_specs, validate_config
 from llmbench.errors import ConfigError
-from tests.helpers import tiny_sweep
+from tests.helpers import HERE, tiny_sweep
 
 TINY = tiny_sweep((1, 2), dtypes=("fp32", "bf16"))
 
@@ -135,7 +135,7 @@ def test_unreadable_yaml_is_one_line(tmp_path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("sweeps: [\n")
     with pytest.raises(ConfigError) as info:
-        load_config(path)
+        load_config(path, host=HERE)
     assert "line 2, column 1: invalid YAML" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -147,7 +147,7 @@ def test_scientific_notation_needs_a_sign_in_yaml(tmp_path) -> None:
         "gpu_type: cpu, scales: [1]}]\ntotal_tokens: 1.0e12\n"
     )
     with pytest.raises(ConfigError, match=r"total_tokens: '1\.0e12' is not of type 'number'"):
-        load_config(path)
+        load_config(path, host=HERE)
 
 
 NEMO_8B = {

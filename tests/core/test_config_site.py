@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from llmbench.core.config import SITE_KEYS, check_config, site_keys_in, workflow_config
-from tests.helpers import REPO, tiny_config
+from tests.helpers import HERE, REPO, tiny_config
 
 
 def test_site_keys_are_found_at_any_depth_and_only_there() -> None:
@@ -22,7 +22,7 @@ def test_site_keys_are_found_at_any_depth_and_only_there() -> None:
 
 
 def test_every_site_key_is_a_config_key() -> None:
-    defaults, _ = check_config(tiny_config(), "config")
+    defaults, _ = check_config(tiny_config(), "config", host=HERE)
     for key in SITE_KEYS:
         node = defaults
         for part in key.split("."):
@@ -45,11 +45,11 @@ def test_workflow_warns_once_for_site_keys_in_the_experiment_only(tmp_path) -> N
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({**tiny_config(), "container": "none"}))
     lines: list[str] = []
-    config, _ = workflow_config({"launcher": "local"}, path, [REPO], warn=lines.append)
+    config, _ = workflow_config({"launcher": "local"}, path, [REPO], warn=lines.append, host=HERE)
     assert config["container"] == "none" and config["launcher"] == "local"
     assert len(lines) == 1 and lines[0].startswith(f"{path}: container: where to run")
     # the same key from the profile's site file (Snakemake's --configfile): no warning
     path.write_text(yaml.safe_dump(tiny_config()))
     lines.clear()
-    config, _ = workflow_config({"container": "none"}, path, [REPO], warn=lines.append)
+    config, _ = workflow_config({"container": "none"}, path, [REPO], warn=lines.append, host=HERE)
     assert lines == [] and config["container"] == "none"

@@ -16,7 +16,7 @@ from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.published import reference_results
 from llmbench.core.config import check_config
 from llmbench.core.plan import PUBLISHED, estimate_step, plan_summary, plan_table, published_steps
-from tests.helpers import REPO
+from tests.helpers import HERE, REPO
 
 STEPS = published_steps(reference_results())
 PEAKS = {g: load_catalog().gpu(g).peak_tflops for g in ("gb300", "b200")}
@@ -25,7 +25,7 @@ PEAKS = {g: load_catalog().gpu(g).peak_tflops for g in ("gb300", "b200")}
 def spec(workload: str, size: str, dtype: str, gpu_type: str, gpus: int, release="v26.08"):
     entry = {"workload": workload, "release": release, "sizes": [size], "dtypes": [dtype],
              "gpu_type": gpu_type, "scales": [gpus]}  # fmt: skip
-    (run,) = check_config({"sweeps": [entry]}, "config.yaml")[1]
+    (run,) = check_config({"sweeps": [entry]}, "config.yaml", host=HERE)[1]
     return run
 
 
@@ -73,7 +73,7 @@ def test_a_published_row_is_used_as_it_is_and_the_cpu_gets_none() -> None:
     assert (step_s, basis) == (12.27, PUBLISHED)
     tiny = check_config({"sweeps": [{"workload": "tiny-llama", "sizes": ["tiny"],
                                      "dtypes": ["fp32"], "gpu_type": "cpu", "scales": [1]}]},
-                        "config.yaml")[1]  # fmt: skip
+                        "config.yaml", host=HERE)[1]  # fmt: skip
     plan = plan_table(tiny, STEPS)
     assert math.isnan(plan.est_gpu_hours[0]) and plan.estimate[0].startswith("no published")
     assert plan_summary(plan)["runs_without_estimate"] == 1

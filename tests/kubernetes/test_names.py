@@ -10,6 +10,7 @@ from llmbench.core.catalog import load_catalog
 from llmbench.core.config import check_config
 from llmbench.core.platform_site import KubernetesSite
 from llmbench.launch.kubernetes import render_manifest
+from tests.helpers import HERE
 
 SUBDOMAIN_253 = ".".join(["a" * 63] * 3 + ["b" * 61])
 
@@ -70,7 +71,7 @@ def test_every_name_and_label_llmbench_writes_is_one_kubernetes_accepts() -> Non
         "launcher": "kubernetes",
         "kubernetes": {"queue": "h100-queue"},
     }
-    specs = check_config(config, "config.yaml")[1]
+    specs = check_config(config, "config.yaml", host=HERE)[1]
     assert len(specs) > 50
     site = KubernetesSite.from_config(config["kubernetes"])
     for spec in specs:

@@ -19,6 +19,7 @@ from llmbench.core.config import check_config
 from llmbench.core.site_fit import needs_hf_home
 from llmbench.job.runner import run_attempt
 from llmbench.workflow.wiring import launch_env
+from tests.helpers import HERE
 
 RECORDER = """import json, os, sys
 argv = sys.argv[1:]
@@ -52,7 +53,7 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def attempt(tmp_path: Path, python: Path, hf_home: str | None) -> tuple[dict, list[dict]]:
     config = {"sweeps": [V2608], "launcher": "srun", "container": "enroot"}
-    (spec,) = check_config(config, "config.yaml")[1]
+    (spec,) = check_config(config, "config.yaml", host=HERE)[1]
     assert needs_hf_home(spec)
     record = tmp_path / "record.jsonl"
     record.unlink(missing_ok=True)

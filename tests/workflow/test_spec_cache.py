@@ -15,7 +15,7 @@ from llmbench.core.config import run_specs, validate_config, workflow_config
 from llmbench.core.runspec import RunSpec
 from llmbench.launch.variants import VARIANTS
 from llmbench.workflow import spec_cache
-from tests.helpers import tiny_config
+from tests.helpers import HERE, tiny_config
 
 SITE = {"launcher": "srun", "master_addr": "127.0.0.1"}
 
@@ -29,7 +29,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def checked(workdir: Path, site: dict = SITE) -> tuple[dict, list]:
-    return workflow_config(site, workdir / "config.yaml", [workdir])
+    return workflow_config(site, workdir / "config.yaml", [workdir], host=HERE)
 
 
 def stored(workdir: Path, site: dict = SITE, cores_checked: bool = False) -> Path:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from llmbench.core.config import load_config
+from llmbench.core.config import Host, load_config
 from llmbench.errors import ConfigError
 from llmbench.history.store import History, open_history
 
@@ -15,7 +16,8 @@ def history_from(option: str | None, config_path: str | Path) -> History | None:
         return open_history(option)
     config_path = Path(config_path)
     if config_path.is_file():
-        location = load_config(config_path)["history"]["path"]
+        here = Host(cores=os.cpu_count() or 1, environ=os.environ)
+        location = load_config(config_path, host=here)["history"]["path"]
         if location:
             return open_history(location)
     return None

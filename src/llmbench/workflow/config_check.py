@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.config import local_cpu_runs, workflow_config
+from llmbench.core.config import Host, local_cpu_runs, workflow_config
 from llmbench.core.site_fit import site_refusal
 from llmbench.errors import ConfigError
 from llmbench.launch.launchers import check_platforms
@@ -28,7 +28,8 @@ def check_workflow_config(
     (``llmbench.core.site_fit``: plan only warns); raises ``ConfigError`` (one line).
     With ``cache`` (the main process), the result is stored there for the processes
     inside jobs."""
-    checked = workflow_config(overrides, path, base_dirs, warn=warn)
+    here = Host(cores=os.cpu_count() or 1, environ=os.environ)
+    checked = workflow_config(overrides, path, base_dirs, warn=warn, host=here)
     check_platforms(checked[1], source=str(path))  # named as `llmbench plan` names it
     refused = site_refusal(checked[1], checked[0], base_dirs, os.environ)
     if refused:

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from llmbench.core.catalog.published import reference_results
-from llmbench.core.config import check_experiment, default_base_dirs
+from llmbench.core.config import Host, check_experiment, default_base_dirs
 from llmbench.core.plan import plan_summary, plan_table, published_steps
 from llmbench.core.runspec import RunSpec
 from llmbench.core.site_file import read_site_files
@@ -69,7 +69,10 @@ def sweep_of(
         values = read_site_files([path])
         if "launcher" in values:
             launcher_from = str(path)
-    checked, specs = check_experiment(experiment, read_site_files(sites), source, warn=_warn)
+    here = Host(cores=os.cpu_count() or 1, environ=os.environ)
+    checked, specs = check_experiment(
+        experiment, read_site_files(sites), source, warn=_warn, host=here
+    )
     check_platforms(specs, source=launcher_from)
     return checked, specs
 
