@@ -2,9 +2,10 @@
 
 The packages table says where each package runs (its docstring's first words) and exactly
 which other packages it imports; those arrows form no cycle, nor do the imports between
-modules; the ranks import only what a container has; no private name is imported from
-another module, and no import sits inside a function except of a heavy optional
-dependency, with a comment saying so."""
+modules; the ranks import only what a container has; ``core`` is pure (no process,
+socket, environment or file write); no private name is imported from another module, and
+no import sits inside a function except of a heavy optional dependency, with a comment
+saying so."""
 
 from __future__ import annotations
 
@@ -300,6 +301,75 @@ def test_no_private_import_and_no_function_level_import(module: str) -> None:
                 i -= 1
             if "#" not in lines[node.lineno - 1] and not lines[i - 1].strip().startswith("#"):
                 problems.append(f"line {node.lineno}: function-level import without a comment")
+    assert problems == []
+
+
+CORE_MAY_NOT_IMPORT = frozenset({"subprocess", "socket", "shutil", "tempfile"})
+"""Modules that start processes, open sockets or change files: ``core`` is pure."""
+OS_OUTSIDE = frozenset(
+    {"environ", "environb", "getenv", "putenv", "unsetenv", "system", "popen", "remove",
+     "unlink", "rename", "replace", "makedirs", "mkdir", "rmdir", "symlink", "link",
+     "truncate", "chmod"}
+)  # fmt: skip
+"""``os`` names that read or set the environment, start a process or change a file."""
+WRITES = frozenset(
+    {"write_text", "write_bytes", "mkdir", "touch", "unlink", "rmdir", "symlink_to",
+     "hardlink_to", "chmod"}
+)  # fmt: skip
+"""``pathlib.Path`` methods that change a file or folder."""
+
+
+def impurities(source: str) -> list[str]:
+    """What in ``source`` reaches beyond its arguments (one line each): an import of
+    ``CORE_MAY_NOT_IMPORT``, an ``os`` name of ``OS_OUTSIDE``, a ``Path`` write or an
+    ``open`` for writing."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            tops = {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            tops = {(node.module or "").split(".")[0]}
+            if node.module == "os":
+                tops |= {f"os.{a.name}" for a in node.names if a.name in OS_OUTSIDE}
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            outside = node.value.id == "os" and node.attr in OS_OUTSIDE
+            tops = {f"os.{node.attr}"} if outside else set()
+        elif isinstance(node, ast.Call):
+            tops = set()
+            if isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+                found.append(f"line {line}: .{node.func.attr}()")
+            if isinstance(node.func, ast.Name) and node.func.id == "open":
+                modes = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "mode")]
+                mode = modes[0].value if modes and isinstance(modes[0], ast.Constant) else "r"
+                if not isinstance(mode, str) or set(mode) & set("wax+"):
+                    found.append(f"line {line}: open(..., {mode!r})")
+        else:
+            continue
+        found += [f"line {line}: {name}" for name in sorted(tops & CORE_MAY_NOT_IMPORT)]
+        found += [f"line {line}: {name}" for name in sorted(tops) if name.startswith("os.")]
+    return found
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["import subprocess", "from socket import gethostname", "import os\nos.environ['A']",
+     "from os import getenv", "import os\nos.makedirs('x')", "Path('x').write_text('')",
+     "open('x', 'w')", "open('x', mode='a')", "import shutil.util"],
+)  # fmt: skip
+def test_the_purity_check_finds_what_is_planted_in_a_core_module(planted: str) -> None:
+    module = modules()["llmbench.core.flops"].read_text()
+    assert impurities(module) == []
+    assert len(impurities(f"{module}\n{planted}\n")) == 1, planted
+
+
+def test_the_core_reads_no_process_socket_environment_and_writes_no_file() -> None:
+    problems = [
+        f"{module} {line}"
+        for module, path in modules().items()
+        if module == "llmbench.core" or module.startswith("llmbench.core.")
+        for line in impurities(path.read_text())
+    ]
     assert problems == []
 
 

@@ -29,13 +29,16 @@ from llmbench.core.preflight_settings import (
     resolve_preflight,
 )
 from llmbench.errors import ConfigError
-from llmbench.launch.slurm import NODE_LIST_MAX_BYTES, partition_nodes
+from llmbench.launch.launchers import LAUNCHERS
+from llmbench.launch.slurm import NODE_LIST_MAX_BYTES
 from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.node import node_preflight
 from llmbench.proof.__main__ import main as proof_main
 from llmbench.report.preflight_nodes import nodes_page
 from tests.bad_inputs import fake_tools
 from tests.helpers import REPO, snakemake, tiny_config
+
+SRUN = LAUNCHERS["srun"]
 
 LIMIT_S = 2
 """The time limits of the checks in the hang cases (their own are 10 s to 10 min)."""
@@ -202,7 +205,7 @@ def test_pfs1_junk_names_from_sinfo_are_one_line_naming_sinfo(fakes: Path, monke
     for mode in ("garbage", "garbage2"):
         monkeypatch.setenv("FAKE_SINFO", mode)
         with pytest.raises(ConfigError) as err:
-            resolve_preflight(None, gpu_specs(), "srun", list_nodes=partition_nodes)
+            resolve_preflight(None, gpu_specs(), list_nodes=SRUN.nodes)
         line = str(err.value)
         assert line.startswith("preflight: sinfo -h -N -o %N printed ") and "\n" not in line
         assert "not a node name" in line and "preflight.nodes" in line
@@ -214,7 +217,7 @@ def test_pfs5_millions_of_nodes_are_read_bounded_and_capped(fakes: Path, monkeyp
     """PFS5: 2,000,000 names: read up to the bound, and the nodes checked are capped at
     what the sweep uses (at least the floor), with a line saying so."""
     monkeypatch.setenv("FAKE_SINFO", "huge")
-    settings = resolve_preflight(None, gpu_specs(), "srun", list_nodes=partition_nodes)
+    settings = resolve_preflight(None, gpu_specs(), list_nodes=SRUN.nodes)
     assert len(settings.nodes) == CHECKED_NODES_FLOOR
     assert settings.nodes[:2] == ("gpu-0000001", "gpu-0000002")
     assert f"printed more than {NODE_LIST_MAX_BYTES:,} bytes" in settings.note
@@ -229,10 +232,10 @@ def test_pfs_good_listings_plan_as_before(fakes: Path, monkeypatch) -> None:
     for mode in ("empty", "exit1", "hang"):
         monkeypatch.setenv("FAKE_SINFO", mode)
         monkeypatch.setattr("llmbench.launch.slurm.QUERY_TIMEOUT_S", LIMIT_S)
-        assert resolve_preflight(None, gpu_specs(), "srun", list_nodes=partition_nodes).nodes == ()
+        assert resolve_preflight(None, gpu_specs(), list_nodes=SRUN.nodes).nodes == ()
     assert_stopped(fakes)
     monkeypatch.setenv("FAKE_SINFO", "dupes")
-    settings = resolve_preflight(None, gpu_specs(), "srun", list_nodes=partition_nodes)
+    settings = resolve_preflight(None, gpu_specs(), list_nodes=SRUN.nodes)
     assert settings.nodes == ("gpu-001", "gpu-002") and settings.note == ""
 
 

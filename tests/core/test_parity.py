@@ -8,6 +8,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -524,9 +527,7 @@ def test_docs_are_generated_from_the_data_per_family_and_gpu_type() -> None:
 
     text = (REPO / "docs" / "parity.md").read_text()
     generated = text[text.index(MARKER) + len(MARKER) :].strip("\n")
-    assert generated == parity_markdown().strip("\n"), (
-        "regenerate: python -m llmbench.core.catalog.parity_doc docs/parity.md"
-    )
+    assert generated == parity_markdown().strip("\n"), "regenerate: python -m benchmarks.parity_doc"
     for documents in families().values():
         for entry in documents.values():
             for item in entry["settings"]:
@@ -536,6 +537,27 @@ def test_docs_are_generated_from_the_data_per_family_and_gpu_type() -> None:
     expected = {(row.workload, row.gpu_type.upper()) for row in load_catalog().rows(
         include_superseded=True, release=None) if row.workload in families()}  # fmt: skip
     assert headings == expected
+
+
+def test_the_doc_writer_writes_the_committed_page_and_refuses_one_without_marker(
+    tmp_path: Path,
+) -> None:
+    from llmbench.core.catalog.parity_doc import MARKER
+    from tests.helpers import REPO
+
+    committed = (REPO / "docs" / "parity.md").read_text()
+    stale = tmp_path / "parity.md"
+    stale.write_text(committed[: committed.index(MARKER) + len(MARKER)] + "\n\nold table\n")
+    write = [sys.executable, "-m", "benchmarks.parity_doc"]
+    done = subprocess.run([*write, str(stale)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert stale.read_text() == committed
+    unmarked = tmp_path / "other.md"
+    unmarked.write_text("# a page\n")
+    done = subprocess.run([*write, str(unmarked)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 1 and unmarked.read_text() == "# a page\n"
+    assert done.stderr.startswith(f"llmbench: error: {unmarked}: no line ")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_maxtext_runs_the_reference_pgle_pass_first() -> None:

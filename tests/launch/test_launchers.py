@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import platform
 import re
 from pathlib import Path
 
@@ -159,3 +160,16 @@ def test_an_unknown_launcher_is_one_line() -> None:
     spec = dataclasses.replace(_spec("local"), launcher="pbs")
     with pytest.raises(Exception, match=r"launcher='pbs': allowed: local, srun, kubernetes"):
         render_launch_script(spec)
+
+
+def test_each_launcher_lists_the_nodes_preflight_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srun asks Slurm (sinfo; None where there is none, and the gate then stops the
+    sweep); the others answer the machine the train jobs start on."""
+    here = platform.node().split(".")[0]
+    for name in ("local", "kubernetes", "runai"):
+        listed = LAUNCHERS[name].nodes("gpu")
+        assert listed is not None and listed.nodes == (here,), name
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo
+    assert LAUNCHERS["srun"].nodes("gpu") is None

@@ -8,9 +8,12 @@ import pytest
 from llmbench.core.config import validate_and_expand
 from llmbench.core.preflight_settings import resolve_preflight
 from llmbench.errors import ConfigError
+from llmbench.launch.launchers import LAUNCHERS
 from llmbench.preflight.allreduce import bus_factor, measure_allreduce
 from llmbench.preflight.node import message_sizes
 from tests.helpers import tiny_config
+
+LOCAL = LAUNCHERS["local"]
 
 
 def specs(**top):
@@ -18,11 +21,11 @@ def specs(**top):
 
 
 def test_off_by_default_for_the_embedded_workload_on_when_asked() -> None:
-    assert resolve_preflight(None, specs(), "local").enabled is False
-    on = resolve_preflight(True, specs(), "local")
+    assert resolve_preflight(None, specs(), list_nodes=LOCAL.nodes).enabled is False
+    on = resolve_preflight(True, specs(), list_nodes=LOCAL.nodes)
     assert on.enabled and len(on.nodes) == 1 and on.gpu_type == "cpu"
     assert on.ranks == 2 and on.nodes_needed == 1 and on.max_message_bytes == 4 << 20
-    listed = resolve_preflight({"nodes": ["n1", "n2"], "enabled": True}, specs(), "srun")
+    listed = resolve_preflight({"nodes": ["n1", "n2"], "enabled": True}, specs())
     assert listed.nodes == ("n1", "n2")
 
 
@@ -32,7 +35,7 @@ def test_on_by_default_for_gpu_sweeps() -> None:
         workload="llama3.1-nemo", sizes=["8b"], dtypes=["bf16"], gpu_type="h100"
     )
     gpu_specs = validate_and_expand(config)[1]
-    settings = resolve_preflight({"nodes": ["g1", "g2"]}, gpu_specs, "srun")
+    settings = resolve_preflight({"nodes": ["g1", "g2"]}, gpu_specs)
     assert settings.enabled and settings.gpu_type == "h100"
     assert settings.ranks == 8 and settings.nodes_needed == 2
     assert settings.max_message_bytes == 8 << 30
@@ -49,7 +52,7 @@ def test_config_schema_takes_the_block_and_rejects_bad_keys() -> None:
 
 def test_bad_node_name_is_one_line() -> None:
     with pytest.raises(ConfigError, match="is not a node name"):
-        resolve_preflight({"enabled": True, "nodes": ["n1;rm"]}, specs(), "srun")
+        resolve_preflight({"enabled": True, "nodes": ["n1;rm"]}, specs())
 
 
 def test_message_sizes_and_bus_factor() -> None:

@@ -72,4 +72,4 @@ def test_local_cuda_runs_on_this_machine_one_rank_per_gpu() -> None:
     assert re.fullmatch(RUN_ID_PATTERN, spec.run_id)
     assert re.fullmatch(GROUP_ID_PATTERN, spec.group_id)  # the plots' wildcard
     assert "--nproc-per-node=2" in render_launch_script(spec)
-    assert not resolve_preflight(None, [spec], "local").enabled  # one box: nothing to exclude
+    assert not resolve_preflight(None, [spec]).enabled  # one box: nothing to exclude

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from llmbench.core import embedded_workload
-from llmbench.core.launchers import launcher_traits
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError
 
@@ -37,7 +35,8 @@ class ListedNodes:
 
 
 NodeLister = Callable[[str | None], ListedNodes | None]
-"""Lists a partition's nodes (None: the default partition); None where it cannot ask."""
+"""Lists a partition's nodes (None: the default partition); None where it cannot ask:
+the run's launcher answers (``llmbench.launch.launchers.Launcher.nodes``)."""
 
 
 @dataclass(frozen=True)
@@ -97,14 +96,13 @@ def _capped(listed: ListedNodes, cap: int) -> tuple[list[str], str]:
 def resolve_preflight(
     raw: Any,
     specs: Iterable[RunSpec],
-    launcher: str,
     source: str = "config",
     list_nodes: NodeLister | None = None,
 ) -> PreflightSettings:
     """Settings for ``specs``: on by default when a sweep runs on cluster GPUs, off for
     the embedded workload (on CPUs or ``local-cuda``: one machine, nothing to exclude);
-    nodes from ``preflight.nodes``, else the partition's (launchers that submit Slurm
-    jobs: ``list_nodes``, at most ``checked_nodes_cap`` of them), else this machine."""
+    nodes from ``preflight.nodes``, else those the launcher lists (``list_nodes``: a
+    Slurm partition's, at most ``checked_nodes_cap`` of them, or this machine)."""
     block = _block(raw)
     specs = list(specs)
     largest = max(specs, key=lambda s: (s.nodes, s.gpus_per_node))
@@ -117,13 +115,10 @@ def resolve_preflight(
         if not re.fullmatch(NODE_PATTERN, node):
             raise ConfigError(f"{source}: preflight.nodes: {node!r} is not a node name")
     if enabled and not nodes:
-        if launcher_traits(launcher).slurm_job:
-            # None where Slurm cannot be asked here: the gate then stops the sweep with
-            # one line, when (and only when) training is asked for.
-            listed = list_nodes(block.get("partition")) if list_nodes else None
-            nodes, note = _capped(listed, checked_nodes_cap(specs)) if listed else ([], "")
-        else:
-            nodes = [socket.gethostname().split(".")[0]]
+        # None where the nodes cannot be listed here (no Slurm): the gate then stops the
+        # sweep with one line, when (and only when) training is asked for.
+        listed = list_nodes(block.get("partition")) if list_nodes else None
+        nodes, note = _capped(listed, checked_nodes_cap(specs)) if listed else ([], "")
     cpu = largest.gpu_type == "cpu"
     default_max = CPU_MAX_MESSAGE_BYTES if cpu else GPU_MAX_MESSAGE_BYTES
     return PreflightSettings(

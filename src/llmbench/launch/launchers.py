@@ -4,7 +4,8 @@ A ``Launcher`` answers, for one run: the ``launch.sh`` it renders, the platform'
 written beside it, how the train job waits on it (the ranks it may reach outside its own
 process tree), whether the train job samples its own node, what the platform must be
 given before a sweep starts, and what it adds to the attempt's record (cluster type,
-workload id, a failure reason only the platform knows). What each launcher *is* (where
+workload id, a failure reason only the platform knows); for a sweep, the nodes its runs
+may land on (``nodes``: what preflight checks). What each launcher *is* (where
 its ranks run, its profile block) is its ``llmbench.core.launchers`` record.
 
 Adding a launcher: its record in ``core.launchers.LAUNCHER_TRAITS``, the schema's enum, a
@@ -16,16 +17,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
 from llmbench.core.platform_site import KubernetesSite, RunaiSite, Site
+from llmbench.core.preflight_settings import ListedNodes
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
 from llmbench.launch import kubernetes, runai, script
-from llmbench.launch.slurm import step_task_pids
+from llmbench.launch.slurm import partition_nodes, step_task_pids
 
 GENERIC_REASONS = frozenset({"", "job_failed"})
 """Platform verdicts that add nothing to what the log and exit code say."""
@@ -61,6 +64,12 @@ class Launcher:
         """Record fields: ``cluster_type``, ``workload_id`` and any platform verdict."""
         return {"cluster_type": self.traits.cluster_type, "workload_id": None}
 
+    def nodes(self, partition: str | None) -> ListedNodes | None:
+        """The nodes a sweep's runs may land on, for preflight to check (``partition``:
+        the site's, None for the default); None where they cannot be listed from here.
+        Unless a launcher lists its own: this machine, where the train jobs start."""
+        return ListedNodes((socket.gethostname().split(".")[0],), "hostname")
+
 
 class LocalLauncher(Launcher):
     """torchrun on the train job's own machine (the embedded workload, the proof kit)."""
@@ -85,6 +94,9 @@ class SrunLauncher(Launcher):
 
     def runner_samples(self, spec: RunSpec) -> bool:
         return spec.gpu_type == "cpu"  # GPU nodes: launch.sh samples every node
+
+    def nodes(self, partition: str | None) -> ListedNodes | None:
+        return partition_nodes(partition)  # sinfo: the partition's nodes
 
     def outcome(self, attempt_dir: Path, slurm_job_id: str | None) -> dict[str, Any]:
         return {"cluster_type": self.traits.cluster_type, "workload_id": slurm_job_id}

@@ -39,8 +39,8 @@ from llmbench.files.disk_space import free_bytes, low_space, not_writable
 from llmbench.history.sweep import config_sha256
 from llmbench.job.attempts import retry_token
 from llmbench.job.sweep_processes import mark_workflow_process
-from llmbench.launch.launchers import missing_before_start
-from llmbench.launch.slurm import SBATCH_ENVIRONMENT, partition_nodes
+from llmbench.launch.launchers import LAUNCHERS, missing_before_start
+from llmbench.launch.slurm import SBATCH_ENVIRONMENT
 from llmbench.workflow import spec_cache, wiring
 
 SPEC_CACHE = ".snakemake/llmbench/specs.json"
@@ -141,7 +141,7 @@ class Sweep:
         self.history: dict[str, Any] = config["history"]
         self.config_sha256 = config_sha256(config)
         self.preflight: PreflightSettings = resolve_preflight(
-            config.get("preflight"), specs, config["launcher"], list_nodes=partition_nodes
+            config.get("preflight"), specs, list_nodes=LAUNCHERS[config["launcher"]].nodes
         )
         self.preflight_exclude = PREFLIGHT_EXCLUDE
         self.preflight_fabric = PREFLIGHT_FABRIC

@@ -3,21 +3,21 @@ per workload family and spec document, one table per GPU type the catalog runs i
 (its reference image, then every setting that applies there, with its citations), then
 the document's deliberate differences; before them, what llmbench adds to every launch.
 
-``python -m llmbench.core.catalog.parity_doc docs/parity.md`` rewrites the file from the
-``MARKER`` line on; a test keeps the committed file equal to the data.
+``with_settings`` is that file's text with everything after the ``MARKER`` line
+generated again; ``python -m benchmarks.parity_doc`` writes it, and a test keeps the
+committed file equal to it.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from llmbench.core.catalog.load import load_catalog
 from llmbench.core.catalog.parity import additions, families, image_stacks
+from llmbench.errors import ConfigError
 
 MARKER = "<!-- generated from catalog/parity.yaml and catalog/images.yaml: do not edit below -->"
 
@@ -137,13 +137,9 @@ def parity_markdown() -> str:
     return "\n".join(out)
 
 
-def rewrite(path: Path) -> None:
-    """Replace everything after ``MARKER`` in ``path`` with ``parity_markdown()``."""
-    text = path.read_text()
+def with_settings(text: str, source: str = "docs/parity.md") -> str:
+    """``text`` (docs/parity.md) with everything after ``MARKER`` replaced by
+    ``parity_markdown()``; a ``ConfigError`` naming ``source`` when it has no marker."""
     if MARKER not in text:
-        raise SystemExit(f"{path}: no line {MARKER!r}")
-    path.write_text(text[: text.index(MARKER) + len(MARKER)] + "\n\n" + parity_markdown())
-
-
-if __name__ == "__main__":
-    rewrite(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/parity.md"))
+        raise ConfigError(f"{source}: no line {MARKER!r}; allowed: the parity page with it")
+    return text[: text.index(MARKER) + len(MARKER)] + "\n\n" + parity_markdown()
