@@ -1,5 +1,6 @@
-"""slurm.py: a GPU training job's resources, and job states read from stand-in Slurm
-commands (executables on PATH that answer only the exact arguments llmbench must pass)."""
+"""slurm.py: a GPU training job's resources, the setup and preflight jobs', and job
+states read from stand-in Slurm commands (executables on PATH that answer only the exact
+arguments llmbench must pass)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmbench.core.runspec import RunSpec
+from llmbench.launch import slurm
 from llmbench.launch.slurm import job_state, job_time_min, slurm_resources
 from tests.launch.cases import first_scale_specs
 
@@ -44,6 +46,30 @@ def test_one_gpu_per_node_asks_for_tasks_without_mpi() -> None:
     # the plugin refuses mpi with one task per node
     assert (res["tasks_per_node"], res["tasks"], res["mpi"]) == (0, spec.gpus, "")
     assert res["gres"] == "gpu:1" and res["slurm_extra"] == "--exclusive"  # whole nodes
+
+
+def test_a_try_excludes_the_sites_the_gates_and_the_last_tries_nodes() -> None:
+    spec = gpu_spec("h100")
+    extras = slurm.excluding({"exclude": "bad1", "nodelist": "n[1-4]"}, "gate1,gate2", None)
+    assert extras == {"exclude": "bad1,gate1,gate2", "nodelist": "n[1-4]"}
+    extra = slurm_resources(spec, slurm.excluding({}, "", "hit1"), 1)["slurm_extra"]
+    assert extra == "--exclude=hit1 --exclusive"
+    assert slurm.excluding({"exclude": None}, "", None) == {"exclude": None}  # nothing added
+
+
+def test_setup_and_preflight_jobs_ask_slurm_for_what_they_use() -> None:
+    assert slurm.setup_resources(None) == slurm.SETUP_JOB
+    assert slurm.setup_resources("cpu")["slurm_partition"] == "cpu"
+    cpu, gpu = slurm.node_check_resources(4, cpu=True), slurm.node_check_resources(8, cpu=False)
+    assert (cpu["cpus_per_task"], cpu["gres"]) == (4, "")  # a CPU node: one CPU per rank
+    assert (gpu["cpus_per_task"], gpu["gres"]) == (slurm.NODE_CHECK_CPUS, "gpu:8")
+    assert cpu["nodes"] == gpu["nodes"] == cpu["tasks"] == 1
+    assert slurm.node_check_extra("gpu-007") == "--nodelist=gpu-007"
+    fabric = slurm.fabric_resources(4, 8)
+    assert (fabric["nodes"], fabric["tasks_per_node"], fabric["mpi"]) == (4, 8, "srun")
+    assert fabric["gres"] == "gpu:8" and fabric["runtime"] == slurm.CHECK_JOB_TIME_MIN
+    assert slurm.exclude_extra(["g1", "g2"]) == "--exclude=g1,g2"
+    assert slurm.exclude_extra([]) == ""
 
 
 @pytest.fixture

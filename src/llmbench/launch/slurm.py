@@ -1,5 +1,6 @@
-"""Everything llmbench asks of Slurm: a training job's resources, and what the controller
-knows about a running or ended job (its nodes, its state, its step tasks on this node).
+"""Everything llmbench asks of Slurm: every job's resources (training, setup, preflight's
+node checks and fabric test), a partition's nodes, and what the controller knows about a
+running or ended job (its nodes, its state, its step tasks on this node).
 
 Resources: as snakemake-executor-plugin-slurm reads them.
 
@@ -95,9 +96,68 @@ def slurm_resources(
         "runtime": job_time_min(spec.limits),
         "slurm_extra": slurm_extra(extras),
     }
-    # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.
-    resources["gres"] = f"gpu:{spec.gpus_per_node}" if spec.gpu_type != "cpu" else ""
+    resources["gres"] = _gres(spec.gpus_per_node, cpu=spec.gpu_type == "cpu")
     return resources
+
+
+def _gres(gpus_per_node: int, cpu: bool) -> str:
+    # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.
+    return "" if cpu else f"gpu:{gpus_per_node}"
+
+
+def excluding(extras: Mapping[str, Any], *nodes: str | None) -> dict[str, Any]:
+    """``extras`` with ``nodes`` (comma-separated lists; empty ones skipped) added to its
+    ``exclude``: the nodes the preflight gate rejected, those a failed try hit."""
+    extras = dict(extras)
+    if any(nodes):
+        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), *nodes]))
+    return extras
+
+
+SETUP_JOB = {"runtime": 120, "cpus_per_task": 4, "mem_mb": 16000}
+"""A setup job (image import, venv build): a few cores and no GPU, two hours."""
+CHECK_JOB_TIME_MIN = 30
+"""Preflight's node check and fabric test: minutes, far above what they take."""
+NODE_CHECK_CPUS = 8
+"""The CPUs a GPU node's check asks for (a CPU node's asks one per rank)."""
+
+
+def setup_resources(partition: str | None) -> dict[str, Any]:
+    """A setup job's resources, on the site's CPU partition where it names one."""
+    return {**SETUP_JOB, **({"slurm_partition": partition} if partition else {})}
+
+
+def node_check_resources(ranks: int, cpu: bool) -> dict[str, Any]:
+    """One node's preflight check, on that node (``node_check_extra``): its CPU ranks, or
+    its GPUs."""
+    return {
+        "nodes": 1,
+        "tasks": 1,
+        "cpus_per_task": ranks if cpu else NODE_CHECK_CPUS,
+        "gres": _gres(ranks, cpu),
+        "runtime": CHECK_JOB_TIME_MIN,
+    }
+
+
+def node_check_extra(node: str) -> str:
+    """sbatch's options that put a node's check on that node."""
+    return slurm_extra({"nodelist": node})
+
+
+def fabric_resources(nodes: int, gpus_per_node: int) -> dict[str, Any]:
+    """The all-reduce across the sweep's largest allocation: as many nodes and GPUs."""
+    return {
+        "nodes": nodes,
+        "tasks_per_node": gpus_per_node,
+        "mpi": "srun",
+        "gres": _gres(gpus_per_node, cpu=False),
+        "runtime": CHECK_JOB_TIME_MIN,
+    }
+
+
+def exclude_extra(nodes: list[str]) -> str:
+    """sbatch's options that keep a job off ``nodes`` (none: no option)."""
+    return slurm_extra({"exclude": ",".join(nodes)}) if nodes else ""
 
 
 # --- what the controller knows about a job ------------------------------------------------

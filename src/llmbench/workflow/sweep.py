@@ -39,6 +39,7 @@ from llmbench.files.disk_space import free_bytes, low_space, not_writable
 from llmbench.history.sweep import config_sha256
 from llmbench.job.attempts import retry_token
 from llmbench.job.sweep_processes import mark_workflow_process
+from llmbench.launch import slurm
 from llmbench.launch.launchers import LAUNCHERS, missing_before_start
 from llmbench.launch.slurm import SBATCH_ENVIRONMENT
 from llmbench.workflow import spec_cache, wiring
@@ -204,10 +205,7 @@ class Sweep:
 
     def setup_resources(self) -> dict[str, Any]:
         """Setup jobs need a few cores and no GPU; a CPU partition where the site has one."""
-        resources: dict[str, Any] = {"runtime": 120, "cpus_per_task": 4, "mem_mb": 16000}
-        if self.config["setup"]["partition"]:
-            resources["slurm_partition"] = self.config["setup"]["partition"]
-        return resources
+        return slurm.setup_resources(self.config["setup"]["partition"])
 
     # -- the train rule
 
@@ -382,37 +380,23 @@ class Sweep:
 
     def preflight_node_resource(self, name: str) -> Callable[[Wildcards], Any]:
         """One node's check runs on that node: CPU ranks, or its GPUs."""
-        cpu = self.preflight.gpu_type == "cpu"
-        values = {
-            "nodes": 1,
-            "tasks": 1,
-            "cpus_per_task": self.preflight.ranks if cpu else 8,
-            "gres": "" if cpu else f"gpu:{self.preflight.ranks}",
-            "runtime": 30,
-        }
+        values = slurm.node_check_resources(self.preflight.ranks, self.preflight.gpu_type == "cpu")
 
         def resource(wildcards: Wildcards) -> Any:
             if name == "slurm_extra":
-                return f"--nodelist={wildcards.node}"
+                return slurm.node_check_extra(wildcards.node)
             return values[name]
 
         return resource
 
     def fabric_resources(self) -> dict[str, Any]:
         """The largest allocation's all-reduce: as many nodes and GPUs as its biggest run."""
-        return {
-            "nodes": self.preflight.nodes_needed,
-            "tasks_per_node": self.preflight.ranks,
-            "mpi": "srun",
-            "gres": f"gpu:{self.preflight.ranks}",
-            "runtime": 30,
-        }
+        return slurm.fabric_resources(self.preflight.nodes_needed, self.preflight.ranks)
 
     @staticmethod
     def fabric_extra(wildcards: Wildcards, input: Any) -> str:
         """The fabric test's allocation leaves out the nodes the gate excluded."""
-        excluded = read_excluded(input.exclude)
-        return f"--exclude={','.join(excluded)}" if excluded else ""
+        return slurm.exclude_extra(read_excluded(input.exclude))
 
     def _preflight_image_file(self) -> str | None:
         """The imported .sqsh of the sweep's largest enroot run (nccl-tests run in it)."""

@@ -18,7 +18,7 @@ from llmbench.core.launchers import is_platform
 from llmbench.core.runspec import RunSpec
 from llmbench.core.stage import needs_venv, venv_python
 from llmbench.job.attempts import nodes_to_avoid
-from llmbench.launch.slurm import slurm_resources
+from llmbench.launch.slurm import excluding, slurm_resources
 from llmbench.setup.venv import source_root
 
 
@@ -50,14 +50,8 @@ def train_resources(
     """Slurm resources of one try of a run's training job: never on the nodes the
     preflight gate rejected (``preflight_exclude``, comma-separated), and a retry
     (``attempt`` > 1) avoids the nodes an infrastructure failure of the last attempt hit."""
-    extras = dict(extras)
-    if preflight_exclude:
-        extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), preflight_exclude]))
-    if attempt > 1:
-        avoid = nodes_to_avoid(run_dir)
-        if avoid:
-            extras["exclude"] = ",".join(filter(None, [extras.get("exclude"), avoid]))
-    return slurm_resources(spec, extras, threads_per_rank)
+    avoid = nodes_to_avoid(run_dir) if attempt > 1 else None
+    return slurm_resources(spec, excluding(extras, preflight_exclude, avoid), threads_per_rank)
 
 
 @functools.cache
