@@ -22,6 +22,7 @@ from llmbench.core import embedded_workload
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.load import parse_package_yaml
 from llmbench.core.catalog.parity import built_vocab, reference_image, resolve_parity
+from llmbench.core.devices import device, embedded_kinds
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import launcher_traits
 from llmbench.core.limits import RunLimits, resolve_limits
@@ -303,7 +304,7 @@ def local_cpu_runs(specs: Sequence[RunSpec]) -> list[RunSpec]:
     return [
         spec
         for spec in specs
-        if launcher_traits(spec.launcher).on_this_machine and spec.gpu_type == "cpu"
+        if launcher_traits(spec.launcher).on_this_machine and not device(spec.gpu_type).has_gpus
     ]
 
 
@@ -370,7 +371,7 @@ def _resolve_tiny(
 ) -> RunSpec:
     _check_choice(where, "sizes", size, tuple(embedded_workload.SIZES))
     _check_choice(where, "dtypes", dtype, embedded_workload.DTYPES)
-    _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_workload.GPU_TYPES)
+    _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_kinds())
     _check_choice(where, "variants", variant, ("perf",))
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
     _check_choice(where, "release", sweep.get("release", DEFAULT_RELEASE), (DEFAULT_RELEASE,))

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
@@ -83,7 +84,7 @@ class SrunLauncher(Launcher):
         return (lambda: step_task_pids(slurm_job_id)) if slurm_job_id else None
 
     def runner_samples(self, spec: RunSpec) -> bool:
-        return spec.gpu_type == "cpu"  # GPU nodes: launch.sh samples every node
+        return not device(spec.gpu_type).nvidia_smi  # else launch.sh samples every node
 
     def outcome(self, attempt_dir: Path, slurm_job_id: str | None) -> dict[str, Any]:
         return {"cluster_type": self.traits.cluster_type, "workload_id": slurm_job_id}

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import LAUNCHER_TRAITS
 from llmbench.core.runspec import RunSpec
 from llmbench.core.value_checks import DEFAULT_SECRET_ENV
@@ -115,7 +116,7 @@ def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, An
         )
     _, _, script = node_command(spec, site.llmbench_src, explicit_torchrun(spec))
     compute: dict[str, Any] = {"largeShmRequest": True}
-    if spec.gpu_type == "cpu":
+    if not device(spec.gpu_type).has_gpus:
         compute["cpuCoreRequest"] = spec.gpus_per_node * spec.threads_per_rank
     else:
         compute["gpuDevicesRequest"] = spec.gpus_per_node

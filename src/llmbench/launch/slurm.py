@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from llmbench.core.devices import device
 from llmbench.core.limits import RunLimits
 from llmbench.core.preflight_settings import NODE_PATTERN, ListedNodes
 from llmbench.core.runspec import RunSpec, parity_settings
@@ -78,7 +79,7 @@ def slurm_resources(
     if sbatch.get("segment") and extras.get("segment") is None:
         extras["segment"] = sbatch["segment"]
     all_memory = sbatch.get("mem") == "0"
-    if spec.gpu_type == "cpu":
+    if not device(spec.gpu_type).has_gpus:
         cpus = threads_per_rank
     else:
         cpus = -1 if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None else 1
@@ -96,7 +97,7 @@ def slurm_resources(
         "slurm_extra": slurm_extra(extras),
     }
     # CPU ranks ask for no GPUs: an empty gres is left out of sbatch's arguments.
-    resources["gres"] = f"gpu:{spec.gpus_per_node}" if spec.gpu_type != "cpu" else ""
+    resources["gres"] = f"gpu:{spec.gpus_per_node}" if device(spec.gpu_type).has_gpus else ""
     return resources
 
 
