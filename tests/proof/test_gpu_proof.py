@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from llmbench.core.devices import datasheet_peak
 from llmbench.core.limits import RunLimits
 from llmbench.core.runspec import RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
@@ -28,7 +29,6 @@ from llmbench.proof.node import TORCH_NCCL_CHECK, node_checks
 from llmbench.proof.summary import build_summary, first_error, run_rows, step_results
 from llmbench.proof.wheels import pin_problems, read_pins, wheel_problems
 from llmbench.ranks.entrypoints.megatron_core import expected_parameters
-from llmbench.report.cuda_summary import datasheet_peak
 from tests.helpers import REPO, missing_prerequisite
 
 KIT = REPO / "benchmarks/gpu_proof"

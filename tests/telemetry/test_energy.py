@@ -56,7 +56,7 @@ def test_counter_and_power_integrals_interpolate_the_edges() -> None:
 
 def test_rapl_window_energy_per_token() -> None:
     samples = rapl_samples("n1", watts=40.0, t_from=99.0, t_to=110.0)
-    energy = window_energy(samples, clock(0, 19), (5, 14), 1024, 2, 1, "cpu", {"rapl": "ok"})
+    energy = window_energy(samples, clock(0, 19), (5, 14), 1024, 2, 1, False, {"rapl": "ok"})
     assert energy.energy_reason == "" and energy.telemetry_source == "rapl"
     assert energy.window_s == pytest.approx(5.0)
     assert energy.energy_j == pytest.approx(200.0)
@@ -70,17 +70,17 @@ def test_rapl_window_energy_per_token() -> None:
 def test_missing_rapl_is_nan_with_the_samplers_reason() -> None:
     reason = "no RAPL: /sys/class/powercap does not exist"
     empty = rapl_samples("n1", 1.0, 0, 1).iloc[:0]
-    energy = window_energy(empty, clock(0, 19), (5, 14), 1024, 2, 1, "cpu", {"rapl": reason})
+    energy = window_energy(empty, clock(0, 19), (5, 14), 1024, 2, 1, False, {"rapl": reason})
     assert math.isnan(energy.energy_j) and math.isnan(energy.joules_per_token)
     assert energy.energy_reason == reason
 
 
 def test_partial_nodes_or_coverage_is_nan() -> None:
     samples = rapl_samples("n1", 40.0, 99.0, 110.0)
-    two = window_energy(samples, clock(0, 19), (5, 14), 1024, 2, 2, "cpu", {"rapl": "ok"})
+    two = window_energy(samples, clock(0, 19), (5, 14), 1024, 2, 2, False, {"rapl": "ok"})
     assert math.isnan(two.energy_j) and "1 of the run's 2 nodes" in two.energy_reason
     late = rapl_samples("n1", 40.0, 104.0, 110.0)
-    cut = window_energy(late, clock(0, 19), (5, 14), 1024, 2, 1, "cpu", {"rapl": "ok"})
+    cut = window_energy(late, clock(0, 19), (5, 14), 1024, 2, 1, False, {"rapl": "ok"})
     assert math.isnan(cut.energy_j) and "do not cover" in cut.energy_reason
 
 
@@ -98,17 +98,17 @@ def gpu_samples(mhz_low: float) -> pd.DataFrame:
 
 
 def test_gpu_power_energy_and_throttle_flag() -> None:
-    ok = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 2, 1, "h100")
+    ok = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 2, 1, True)
     assert ok.energy_j == pytest.approx(2 * 500.0 * 5.0)
     assert ok.mean_power_w_per_gpu == pytest.approx(500.0)
     assert ok.util_mean == pytest.approx(0.9) and ok.clock_throttled is False
-    slow = window_energy(gpu_samples(1200.0), clock(0, 19), (5, 14), 4096, 2, 1, "h100")
+    slow = window_energy(gpu_samples(1200.0), clock(0, 19), (5, 14), 4096, 2, 1, True)
     assert slow.clock_throttled is True and slow.sm_clock_min_mhz == 1200.0
-    four = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 4, 1, "h100")
+    four = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 4, 1, True)
     assert math.isnan(four.energy_j) and "2 of the run's 4 GPUs" in four.energy_reason
 
 
 def test_a_run_on_part_of_a_node_counts_its_own_gpus() -> None:
-    one = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 1, 1, "local-cuda")
+    one = window_energy(gpu_samples(1980.0), clock(0, 19), (5, 14), 4096, 1, 1, True)
     assert one.energy_j == pytest.approx(500.0 * 5.0)
     assert one.mean_power_w_per_gpu == pytest.approx(500.0)

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from llmbench.core.config import validate_and_expand
+from llmbench.core.devices import datasheet_peak
 from llmbench.core.preflight_settings import resolve_preflight
 from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
-from llmbench.report.cuda_summary import datasheet_peak
 from llmbench.report.telemetry_plot import plot_group_telemetry
 from tests.helpers import tiny_config
 
@@ -71,5 +71,10 @@ def test_local_cuda_runs_on_this_machine_one_rank_per_gpu() -> None:
     assert spec.run_id == "tiny-llama_tiny_bf16_local-cudax2_perf"
     assert re.fullmatch(RUN_ID_PATTERN, spec.run_id)
     assert re.fullmatch(GROUP_ID_PATTERN, spec.group_id)  # the plots' wildcard
-    assert "--nproc-per-node=2" in render_launch_script(spec)
+    script = render_launch_script(spec)
+    assert "--nproc-per-node=2" in script
+    # the trainer is told its device (NCCL on the local GPUs); CPU ranks are told nothing
+    assert script.rstrip().endswith("--spec run_spec.json --cuda")
+    (cpu,) = validate_and_expand(tiny_config((2,)))[1]
+    assert "--cuda" not in render_launch_script(cpu)
     assert not resolve_preflight(None, [spec]).enabled  # one box: nothing to exclude

@@ -15,6 +15,7 @@ from llmbench.core import flops as flops_mod
 from llmbench.core import metrics
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.records import precision_of
+from llmbench.core.devices import device
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,10 @@ class Peak:
 def peak_for(spec: Mapping[str, Any], cpu_peak: Mapping[str, Any] | None) -> Peak | None:
     """Peak FLOP/s per device: measured once per machine for the CPU (the calibration
     rule's output), from the catalog's datasheet table for GPUs."""
-    if spec["gpu_type"] == "local-cuda":  # which GPU is known on the node only
+    source = device(spec["gpu_type"]).peak
+    if source == "node-datasheet":  # which GPU is known on the node only
         return None
-    if spec["gpu_type"] == "cpu":
+    if source == "measured":
         if cpu_peak is None:
             return None
         flops = cpu_peak["peak_flops_per_device"][spec["dtype"]]
@@ -46,8 +48,8 @@ def _datasheet_peak(gpu_type: str, dtype: str) -> Peak:
 
 
 def bf16_peak_tflops(gpu_type: str) -> float:
-    """The datasheet BF16 peak of a catalog GPU type; NaN for the CPU and ``local-cuda``."""
-    if gpu_type in ("cpu", "local-cuda"):
+    """The datasheet BF16 peak of a catalog GPU type; NaN for a device without one."""
+    if device(gpu_type).peak != "datasheet":
         return math.nan
     return _datasheet_peak(gpu_type, "bf16").flops_per_s / metrics.FLOPS_PER_TFLOPS
 

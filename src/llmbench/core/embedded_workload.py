@@ -11,10 +11,6 @@ from llmbench.core.flops import ModelShape
 WORKLOAD = "tiny-llama"
 FRAMEWORK = "torch"
 DTYPES = ("fp32", "bf16")
-GPU_TYPE = "cpu"
-CUDA_GPU_TYPE = "local-cuda"
-"""The same workload on this machine's NVIDIA GPUs: one rank per GPU, NCCL, launcher local."""
-GPU_TYPES = (GPU_TYPE, CUDA_GPU_TYPE)
 MICRO_BATCH_SIZE = 4
 GRAD_ACCUMULATION = 1
 SIZES: dict[str, ModelShape] = {

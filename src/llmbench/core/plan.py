@@ -78,6 +78,10 @@ def published_steps(published: Iterable[Any]) -> list[PublishedStep]:
     return list(out.values())
 
 
+TIER_WEIGHTS = ((2, "gpu_type"), (1, "dtype"))
+"""A published row unlike the run in GPU type ranks below one unlike it in dtype."""
+
+
 def _peak(gpu_type: str, dtype: str) -> float | None:
     """Dense peak TFLOPS of a catalog GPU type (None for the CPU and the proof kit's)."""
     catalog = load_catalog()
@@ -96,7 +100,7 @@ def _nearest(spec: RunSpec, rows: Sequence[PublishedStep]) -> PublishedStep | No
     def rank(r: PublishedStep) -> tuple[int, float, float, float]:
         # same GPU type and dtype, same GPU type, same dtype, neither; then the nearest
         # peak (the most alike GPU type), scale and GBS
-        tier = 2 * (r.gpu_type != spec.gpu_type) + (r.dtype != spec.dtype)
+        tier = sum(w * (getattr(r, f) != getattr(spec, f)) for w, f in TIER_WEIGHTS)
         peak = _peak(r.gpu_type, r.dtype)
         alike = abs(math.log(peak / run_peak)) if peak and run_peak else math.inf
         scale = abs(math.log2(r.gpus / spec.gpus))

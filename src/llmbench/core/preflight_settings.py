@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llmbench.core import embedded_workload
+from llmbench.core.devices import device
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError
 
@@ -55,11 +55,7 @@ class PreflightSettings:
     @property
     def fabric(self) -> bool:
         """A multi-node all-reduce across the largest allocation runs (GPU clusters)."""
-        return (
-            self.enabled
-            and self.gpu_type not in embedded_workload.GPU_TYPES
-            and self.nodes_needed > 1
-        )
+        return self.enabled and not device(self.gpu_type).embedded and self.nodes_needed > 1
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "nodes": list(self.nodes)}
@@ -106,7 +102,7 @@ def resolve_preflight(
     block = _block(raw)
     specs = list(specs)
     largest = max(specs, key=lambda s: (s.nodes, s.gpus_per_node))
-    gpu = any(s.gpu_type not in embedded_workload.GPU_TYPES for s in specs)
+    gpu = any(not device(s.gpu_type).embedded for s in specs)
     enabled = block.get("enabled")
     enabled = gpu if enabled is None else bool(enabled)
     nodes = block.get("nodes")
@@ -119,7 +115,7 @@ def resolve_preflight(
         # sweep with one line, when (and only when) training is asked for.
         listed = list_nodes(block.get("partition")) if list_nodes else None
         nodes, note = _capped(listed, checked_nodes_cap(specs)) if listed else ([], "")
-    cpu = largest.gpu_type == "cpu"
+    cpu = not device(largest.gpu_type).has_gpus
     default_max = CPU_MAX_MESSAGE_BYTES if cpu else GPU_MAX_MESSAGE_BYTES
     return PreflightSettings(
         enabled=enabled,

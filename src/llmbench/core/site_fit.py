@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import launcher_traits
 from llmbench.core.runspec import RunSpec
 from llmbench.core.stage import needs_venv, venv_requirements_path
@@ -57,7 +58,7 @@ def launcher_refusal(spec: RunSpec) -> str | None:
         )
         if allowed and value not in allowed
     ]
-    if traits.on_this_machine and spec.gpu_type != "cpu" and spec.nodes > 1:
+    if traits.on_this_machine and device(spec.gpu_type).has_gpus and spec.nodes > 1:
         unfit.append(("nodes", str(spec.nodes), ("1",)))
     if not unfit:
         return None

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmbench.core import kubernetes_names as k8s
+from llmbench.core.devices import device
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import PLATFORM_SITE_BLOCKS, launcher_traits
 from llmbench.core.platform_site import DEFAULT_SECRET_ENV
@@ -342,7 +343,7 @@ def check_platform_runs(specs: Sequence[RunSpec], source: str) -> None:
         if not traits.platform:
             continue
         cpus = spec.gpus_per_node * spec.threads_per_rank
-        if spec.gpu_type == "cpu" and cpus > POD_CPUS_MAX:
+        if not device(spec.gpu_type).has_gpus and cpus > POD_CPUS_MAX:
             raise ConfigError(
                 f"{source}: run {spec.run_id}: {spec.gpus_per_node} CPU ranks x "
                 f"threads_per_rank={spec.threads_per_rank} in one pod on launcher "

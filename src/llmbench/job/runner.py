@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import is_platform, launcher_traits
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ParseError
@@ -188,7 +189,7 @@ def run_attempt(
     own_sampler = telemetry if launcher.runner_samples(spec) else None
     shared = overlap(spec, run_dir.parent, others, "start")
     sampler_env = {**os.environ, **attempt_mark(attempt_dir)}
-    with sampling(attempt_dir, own_sampler, gpu=spec.gpu_type != "cpu", env=sampler_env):
+    with sampling(attempt_dir, own_sampler, gpu=device(spec.gpu_type).nvidia_smi, env=sampler_env):
         outcome = supervise(
             ["bash", str(launch)],
             attempt_dir / LOG_FILE,

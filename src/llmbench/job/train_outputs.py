@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.atomic_tables import write_parquet_atomic
 from llmbench.job.run_record import TRANSPORT_FILE, attempt_transport, summarize_record
@@ -31,7 +32,9 @@ def write_train_outputs(record: Mapping[str, Any], outputs: Mapping[str, str | P
     summary, parsed = summarize_record(record_path)
     write_json_atomic(outputs["summary"], summary)
     write_parquet_atomic(steps_table(parsed), outputs["steps"])
-    samples, energy = run_telemetry(record_path.parent, record)
+    samples, energy = run_telemetry(
+        record_path.parent, record, device(record["spec"]["gpu_type"]).nvidia_smi
+    )
     write_parquet_atomic(samples, outputs["telemetry"])
     write_json_atomic(outputs["energy"], energy.as_dict())
     transport = attempt_transport(record_path.parent, record)

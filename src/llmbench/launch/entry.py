@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from llmbench.core import embedded_workload
+from llmbench.core.devices import device
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
@@ -45,6 +47,14 @@ def entry_module(spec: RunSpec) -> str:
     return ENTRY_MODULES[spec.framework]
 
 
+def device_args(spec: RunSpec) -> list[str]:
+    """The embedded trainer's device, from the run's device traits: ``--cuda`` (one local
+    GPU per rank, NCCL) where the ranks have GPUs, nothing for CPU ranks (gloo). The ranks
+    are told, not left to read the device catalog (they load only the standard library)."""
+    embedded = spec.framework == embedded_workload.FRAMEWORK
+    return ["--cuda"] if embedded and device(spec.gpu_type).has_gpus else []
+
+
 def entry_command(spec: RunSpec, extra_args: list[Word] | None = None) -> list[Word]:
     """Interpreter + entry point + ``--spec run_spec.json`` + variant arguments.
 
@@ -57,4 +67,4 @@ def entry_command(spec: RunSpec, extra_args: list[Word] | None = None) -> list[W
         head: list[Word] = ["python3", f"{CONTAINER_SRC}/{FROM_SOURCE}", module]
     else:
         head = [Raw('"$PYTHON"'), "-m", module]
-    return [*head, "--spec", SPEC_FILE, *(extra_args or [])]
+    return [*head, "--spec", SPEC_FILE, *device_args(spec), *(extra_args or [])]

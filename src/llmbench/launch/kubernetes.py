@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from llmbench.core.devices import device
 from llmbench.core.platform_site import APIS, KubernetesSite
 from llmbench.core.runspec import RunSpec
 from llmbench.core.yamlfile import load_yaml_text
@@ -111,7 +112,7 @@ def _volumes(site: KubernetesSite) -> tuple[list[dict[str, Any]], list[dict[str,
 
 
 def _resources(spec: RunSpec, site: KubernetesSite) -> dict[str, Any]:
-    if spec.gpu_type == "cpu":  # the embedded workload: CPU ranks, no GPU request
+    if not device(spec.gpu_type).has_gpus:  # CPU ranks: no GPU request
         cpus = spec.gpus_per_node * spec.threads_per_rank
         return {"requests": {"cpu": str(cpus)}, "limits": {"cpu": str(cpus)}}
     gpus = str(spec.gpus_per_node)

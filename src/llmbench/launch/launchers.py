@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
 from llmbench.core.platform_site import KubernetesSite, RunaiSite, Site
 from llmbench.core.preflight_settings import ListedNodes
@@ -93,7 +94,7 @@ class SrunLauncher(Launcher):
         return (lambda: step_task_pids(slurm_job_id)) if slurm_job_id else None
 
     def runner_samples(self, spec: RunSpec) -> bool:
-        return spec.gpu_type == "cpu"  # GPU nodes: launch.sh samples every node
+        return not device(spec.gpu_type).nvidia_smi  # else launch.sh samples every node
 
     def nodes(self, partition: str | None) -> ListedNodes | None:
         return partition_nodes(partition)  # sinfo: the partition's nodes

@@ -14,6 +14,7 @@ framework's business.
 
 from __future__ import annotations
 
+from llmbench.core.devices import device
 from llmbench.core.runspec import RunSpec
 from llmbench.launch.shell import Raw, Word
 
@@ -26,7 +27,7 @@ DEBUG_FILE = f'"$PWD/{DEBUG_FILE_PREFIX}%h.%p.log"'
 
 def gpu_launch(spec: RunSpec) -> bool:
     """The ranks run on GPUs, so they talk through NCCL (CPU ranks use gloo)."""
-    return spec.gpu_type != "cpu"
+    return device(spec.gpu_type).nccl
 
 
 def nccl_debug_env(spec: RunSpec) -> list[tuple[str, Word]]:

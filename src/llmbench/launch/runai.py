@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.platform_site import DEFAULT_SECRET_ENV, RunaiSite
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
@@ -76,7 +77,7 @@ def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, An
         )
     _, _, script = node_command(spec, site.llmbench_src, explicit_torchrun(spec))
     compute: dict[str, Any] = {"largeShmRequest": True}
-    if spec.gpu_type == "cpu":
+    if not device(spec.gpu_type).has_gpus:
         compute["cpuCoreRequest"] = spec.gpus_per_node * spec.threads_per_rank
     else:
         compute["gpuDevicesRequest"] = spec.gpus_per_node

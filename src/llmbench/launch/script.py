@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from llmbench import __version__
+from llmbench.core.devices import device
 from llmbench.core.runspec import RunSpec
 from llmbench.core.site_fit import launcher_refusal, needs_hf_home
 from llmbench.core.stage import image_import
@@ -11,6 +12,7 @@ from llmbench.errors import LaunchError
 from llmbench.launch.entry import (
     ENTRY_MODULES,
     SPEC_FILE,
+    device_args,
     entry_command,
     omp_threads,
     rank_environment,
@@ -68,7 +70,8 @@ def render_local(spec: RunSpec) -> str:
     refused = launcher_refusal(spec)  # the config check asks the same before submitting
     if refused:
         raise LaunchError(refused)
-    command = local_rank_launcher(spec) + embedded_entry_point(framework=spec.framework)
+    entry = embedded_entry_point(framework=spec.framework) + device_args(spec)
+    command = local_rank_launcher(spec) + entry
     lines = header(spec, "bash launch.sh") + _nccl_debug_lines(spec)
     return "\n".join([*lines, f'exec "$PYTHON" {join(command)}', ""])
 
@@ -130,7 +133,7 @@ def render_srun(spec: RunSpec) -> str:
         entry_command(spec, parts.entry_args),
     ]
     # GPU nodes: samplers beside the ranks; srun is then not exec'd, so the trap stops them.
-    sampled = spec.gpu_type != "cpu"
+    sampled = device(spec.gpu_type).nvidia_smi
     if sampled:
         lines += sampler_lines(spec)
     # One option group per line: launcher, container, profiler prefix, rank command.

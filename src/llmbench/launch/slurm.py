@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from llmbench.core.devices import device
 from llmbench.core.limits import RunLimits
 from llmbench.core.preflight_settings import NODE_PATTERN, ListedNodes
 from llmbench.core.runspec import RunSpec
@@ -79,7 +80,7 @@ def slurm_resources(
     if sbatch.get("segment") and extras.get("segment") is None:
         extras["segment"] = sbatch["segment"]
     all_memory = sbatch.get("mem") == "0"
-    if spec.gpu_type == "cpu":
+    if not device(spec.gpu_type).has_gpus:
         cpus = threads_per_rank
     else:
         cpus = -1 if "cpus_per_task" in sbatch and sbatch["cpus_per_task"] is None else 1
@@ -96,7 +97,7 @@ def slurm_resources(
         "runtime": job_time_min(spec.limits),
         "slurm_extra": slurm_extra(extras),
     }
-    resources["gres"] = _gres(spec.gpus_per_node, cpu=spec.gpu_type == "cpu")
+    resources["gres"] = _gres(spec.gpus_per_node, cpu=not device(spec.gpu_type).has_gpus)
     return resources
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
-from llmbench.core.catalog import load_catalog
+from llmbench.core.devices import max_peak_tflops
 from llmbench.core.metrics import DEFAULT_WINDOW, mean_std
 from llmbench.parsers.printed_config import PrintedInterval
 from llmbench.parsers.vocabulary import ITERATION_BASE, Framework, Reason, Status
@@ -97,8 +97,7 @@ class RunFacts:
 def highest_peak_tflops() -> float:
     """The highest dense peak of any device and dtype in the catalog: a logged TFLOPS
     above it is above every datasheet llmbench knows."""
-    catalog = load_catalog()
-    return max(v for g in catalog.gpu_types() for v in catalog.gpu(g).peak_tflops.values())
+    return max_peak_tflops()
 
 
 def _column(

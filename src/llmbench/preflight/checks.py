@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.yamlfile import load_yaml_text
 from llmbench.files.regular_file import read_regular
 
@@ -346,7 +347,7 @@ def node_checks(
     and are skipped on CPU nodes."""
     lines, why_not = read_kernel_log(root)
     checks = [xid_check(lines, why_not), cpu_governor_check(root)]
-    if gpu_type != "cpu" and sections is not None:
+    if device(gpu_type).has_gpus and sections is not None:
         checks.append(ecc_check(sections.get("ecc", "")))
         checks.append(imex_check(root, gpu_type))
         checks.append(nvlink_links_check(sections.get("nvlink", ""), gpu_type))

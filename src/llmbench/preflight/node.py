@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.files.tool_output import MAX_OUTPUT_BYTES, run_tool
 from llmbench.launch.shell import Raw, Word, join
@@ -251,7 +252,7 @@ def node_preflight(
 ) -> dict[str, Any]:
     """Run this node's checks (the rule's body); its files go to ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    if settings.gpu_type == "cpu":
+    if not device(settings.gpu_type).has_gpus:
         return cpu_preflight(node, settings)
     (folder / "preflight.sh").write_text(render_gpu_preflight(settings, image))
     output = run_gpu_checks(settings, image)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from llmbench.core.devices import embedded_kinds
 from llmbench.core.limits import RunLimits
 from llmbench.files.atomic import write_json_atomic
 from llmbench.proof.environment import environment
@@ -22,7 +23,6 @@ from llmbench.proof.wheels import pin_problems, wheel_problems
 from llmbench.text import counted
 
 DTYPES = ("fp32", "bf16")
-GPU_TYPES = ("cpu", "local-cuda")
 
 
 def _wheels(args: argparse.Namespace) -> int:
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_node)
     p = sub.add_parser("framework", help="Megatron-Core's GPTModel through its entry point")
     p.add_argument("folder", type=Path)
-    p.add_argument("--gpu-type", choices=GPU_TYPES, required=True)
+    p.add_argument("--gpu-type", choices=embedded_kinds(), required=True)
     p.add_argument("--size", choices=sorted(SIZES), required=True)
     p.add_argument("--dtypes", type=_dtypes, default=list(DTYPES))
     p.add_argument("--steps", type=int, required=True)

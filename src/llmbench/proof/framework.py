@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core import embedded_workload
+from llmbench.core.devices import device
 from llmbench.core.flops import ModelShape
 from llmbench.core.limits import RunLimits
 from llmbench.core.runspec import RunSpec, model_fields
@@ -145,7 +146,7 @@ def run_framework(
     ``failed``, with a reason where it is not ``trained``."""
     specs = [framework_spec(size, d, gpu_type, steps, window, limits) for d in dtypes]
     out: dict[str, Any] = {"framework": FRAMEWORK, "model": "GPTModel", "runs": []}
-    if gpu_type == "cpu":
+    if not device(gpu_type).has_gpus:
         out["check"] = check = check_on_cpu(specs[0], folder / "check")
         if not check.get("built"):
             out.update(status="failed", reason=f"model not built: {check.get('error')}")

@@ -26,7 +26,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from llmbench.core.embedded_workload import CUDA_GPU_TYPE
+from llmbench.core.devices import embedded_kind
 from llmbench.core.preflight_settings import PreflightSettings
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.tool_output import run_tool
@@ -121,7 +121,7 @@ def _nccl_points(settings: PreflightSettings) -> tuple[list[dict[str, Any]], str
 
 def gpu_checks(folder: Path, gpus: int) -> dict[str, Any]:
     """Every check on this machine's ``gpus`` GPUs (see the module docstring)."""
-    settings = _settings(CUDA_GPU_TYPE, gpus, GPU_MAX_MESSAGE_BYTES)
+    settings = _settings(embedded_kind(gpus=True), gpus, GPU_MAX_MESSAGE_BYTES)
     outputs: dict[str, str] = {}
     problems: list[str] = []
     skipped: list[str] = []
@@ -186,7 +186,7 @@ def _bandwidth_note(result: dict[str, Any], ranks: int) -> dict[str, Any]:
 def cpu_checks() -> dict[str, Any]:
     """The preflight's CPU check (gloo between two local ranks) and the GPU checks as
     skipped."""
-    settings = _settings("cpu", 2, CPU_MAX_MESSAGE_BYTES)
+    settings = _settings(embedded_kind(gpus=False), 2, CPU_MAX_MESSAGE_BYTES)
     result = cpu_preflight(settings.nodes[0], settings)
     skipped = [
         "nvidia-smi health, clocks and NVLink: no NVIDIA GPU",

@@ -20,12 +20,11 @@ from typing import Any
 
 import pandas as pd
 
-from llmbench.core.embedded_workload import CUDA_GPU_TYPE
+from llmbench.core.devices import datasheet_peak, device
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.proof.framework import FRAMEWORK_FILE, last_line
 from llmbench.proof.node import NODE_FILE
 from llmbench.proof.tables import FRAMEWORK_RESULTS, TABLES, WORKFLOW_RESULTS
-from llmbench.report.cuda_summary import datasheet_peak
 
 STEPS_DIR = "steps"
 SUMMARY_JSON = "summary.json"
@@ -83,7 +82,7 @@ def run_rows(runs: pd.DataFrame, gpu_name: str, outdir: Path | None = None) -> l
     rows = []
     for run in runs.to_dict("records"):
         achieved = _number(run.get("achieved_tflops_per_gpu"))
-        if run["gpu_type"] == CUDA_GPU_TYPE:
+        if device(run["gpu_type"]).peak == "node-datasheet":
             peak, source = datasheet_peak(gpu_name, run["dtype"])
         else:
             peak, source = _number(run.get("peak_tflops_per_gpu")), str(run.get("peak_source"))

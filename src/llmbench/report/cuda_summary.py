@@ -4,38 +4,19 @@ peak, joules per token.
     python -m llmbench.report.cuda_summary results/tables/runs.parquet [--gpu-name NAME]
 
 The GPU's name comes from ``nvidia-smi --query-gpu=name --format=csv,noheader`` unless
-given. fp32 training runs at torch's default matmul precision (no TF32), so its peak is
-the GPU's plain FP32 figure; bf16 uses the dense (no sparsity) tensor-core figure.
+given; the peaks are the catalog's (``catalog/devices.yaml``, ``gpu_models``).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 import sys
 from collections.abc import Sequence
 
 import pandas as pd
 
-DATASHEET_TFLOPS: dict[str, tuple[dict[str, float], str]] = {
-    "H100 PCIe": ({"fp32": 51.0, "bf16": 756.0}, "NVIDIA H100 Tensor Core GPU datasheet"),
-    "H100 NVL": ({"fp32": 60.0, "bf16": 835.0}, "NVIDIA H100 Tensor Core GPU datasheet"),
-    "H100": ({"fp32": 67.0, "bf16": 989.0}, "NVIDIA H100 Tensor Core GPU datasheet (SXM)"),
-    "H200": ({"fp32": 67.0, "bf16": 989.0}, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
-    "A100": ({"fp32": 19.5, "bf16": 312.0}, "NVIDIA A100 Tensor Core GPU datasheet"),
-    "B200": ({"bf16": 2250.0}, "NVIDIA DGX B200 datasheet (dense BF16 per GPU)"),
-}
-"""Dense peak TFLOPS by dtype per GPU model; the first key found in the name wins, so
-the more specific names come first. Sparsity figures (2x) are not used."""
-
-
-def datasheet_peak(gpu_name: str, dtype: str) -> tuple[float, str]:
-    """(peak TFLOPS, source) for a GPU name as nvidia-smi prints it; NaN when unknown."""
-    for key, (peaks, source) in DATASHEET_TFLOPS.items():
-        if key in gpu_name and dtype in peaks:
-            return peaks[dtype], source
-    return math.nan, f"no datasheet figure for {gpu_name!r} {dtype}"
+from llmbench.core.devices import datasheet_peak
 
 
 def gpu_name() -> str:

@@ -43,6 +43,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from llmbench.core.devices import scale_unit
 from llmbench.report.log_axis import log_y as readable_log_y
 
 FIGURES = (
@@ -446,7 +447,7 @@ def group_figures(
     time (the caller saves and closes each before the next is drawn)."""
     if runs.empty:
         return
-    unit = "CPU ranks" if (runs["gpu_type"] == "cpu").all() else "GPUs"
+    unit = scale_unit(runs["gpu_type"])
     ok = runs[(runs["status"] == "success") & (runs["variant"] == "perf")]
     ok = ok.sort_values(["dtype", "gpus", "attempt"]).drop_duplicates(["dtype", "gpus"],
                                                                        keep="last")  # fmt: skip

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from llmbench.core.devices import device
 from llmbench.report.html_tables import html_page
 
 TABLE_KEYS = ("workload", "size", "dtype", "gpu_type", "scaling")
@@ -84,7 +85,7 @@ def scaling_tables(runs: pd.DataFrame) -> list[ScalingTable]:
     tables = []
     for key, part in perf.groupby(list(TABLE_KEYS), sort=True):
         workload, size, dtype, gpu_type, scaling = (str(k) for k in key)
-        unit = "CPU ranks" if gpu_type == "cpu" else f"{gpu_type.upper()} GPUs"
+        unit = device(gpu_type).unit
         headers = [f"{int(g)}x {unit}" for g in part["gpus"]]
         tokens = part["train_tokens"].dropna()
         scale_runs = list(part.itertuples(index=False))

@@ -135,17 +135,17 @@ def window_energy(
     tokens_per_step: float,
     gpus: int,
     nodes: int,
-    gpu_type: str,
+    gpu: bool,
     source_reasons: Mapping[str, str] | None = None,
 ) -> WindowEnergy:
     """The energy figures of one run (module docstring); ``source_reasons`` maps each
-    source the sampler tried to "ok" or why it gave nothing."""
+    source the sampler tried to "ok" or why it gave nothing; ``gpu``: the run's GPUs were
+    sampled by nvidia-smi (else its CPUs by the CPU sampler)."""
     reasons = dict(source_reasons or {})
     span = step_window(clock, window)
     if isinstance(span, str):
         return WindowEnergy(energy_reason=span)
     t0, t1, iterations = span
-    gpu = gpu_type != "cpu"
     source, metric = ("nvidia-smi", "power_w") if gpu else ("rapl", "energy_j")
     series = _series(samples, source, metric)
     if gpu:  # a run on part of a node (local-cuda x1 on an 8-GPU box) owns GPUs 0..n-1

@@ -43,8 +43,11 @@ def source_reasons(attempt_dir: Path) -> dict[str, str]:
     return reasons
 
 
-def run_telemetry(run_dir: Path, record: Mapping[str, Any]) -> tuple[pd.DataFrame, WindowEnergy]:
-    """(samples tagged with run and attempt, energy figures) of the reported attempt."""
+def run_telemetry(
+    run_dir: Path, record: Mapping[str, Any], gpu: bool
+) -> tuple[pd.DataFrame, WindowEnergy]:
+    """(samples tagged with run and attempt, energy figures) of the reported attempt;
+    ``gpu``: its GPUs were sampled by nvidia-smi."""
     attempt_dir = run_dir / record.get("attempt_dir", "")
     spec = record["spec"]
     samples = read_samples(sorted(attempt_dir.glob(SAMPLES_GLOB)))
@@ -59,7 +62,7 @@ def run_telemetry(run_dir: Path, record: Mapping[str, Any]) -> tuple[pd.DataFram
             spec["global_batch_size"] * spec["seq_len"],
             spec["gpus"],
             spec["nodes"],
-            spec["gpu_type"],
+            gpu,
             reasons,
         )
     tagged = samples.assign(run_id=record["run_id"], attempt=record.get("attempt"))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import device
 from llmbench.core.launchers import is_platform
 from llmbench.core.preflight_settings import PreflightSettings, resolve_preflight
 from llmbench.core.runspec import RunSpec
@@ -318,7 +319,7 @@ class Sweep:
         return [f"results/runs/{run}" for run in self.runs]
 
     def peak_inputs(self, wildcards: Wildcards) -> dict[str, str]:
-        needs_cpu = any(spec.gpu_type == "cpu" for spec in self.runs.values())
+        needs_cpu = any(device(s.gpu_type).peak == "measured" for s in self.runs.values())
         return {"cpu_peak": "results/calibration/cpu_peak.json"} if needs_cpu else {}
 
     def reference_input(self, wildcards: Wildcards) -> dict[str, str]:
@@ -376,11 +377,13 @@ class Sweep:
         return "|".join(map(re.escape, self.preflight.nodes)) or NOTHING
 
     def preflight_node_threads(self) -> int:
-        return self.preflight.ranks if self.preflight.gpu_type == "cpu" else 1
+        return 1 if device(self.preflight.gpu_type).has_gpus else self.preflight.ranks
 
     def preflight_node_resource(self, name: str) -> Callable[[Wildcards], Any]:
         """One node's check runs on that node: CPU ranks, or its GPUs."""
-        values = slurm.node_check_resources(self.preflight.ranks, self.preflight.gpu_type == "cpu")
+        values = slurm.node_check_resources(
+            self.preflight.ranks, not device(self.preflight.gpu_type).has_gpus
+        )
 
         def resource(wildcards: Wildcards) -> Any:
             if name == "slurm_extra":

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.devices import scale_unit
 from llmbench.core.launchers import is_platform
 from llmbench.core.runspec import RunSpec
 from llmbench.core.stage import needs_venv, venv_python
@@ -83,7 +84,7 @@ def label_values(specs: Iterable[RunSpec]) -> dict[str, str]:
     """The report's labels of a set of runs: workloads, sizes, dtypes, GPU types, scales."""
     specs = list(specs)
     scales = sorted({spec.gpus for spec in specs})
-    unit = "CPU ranks" if all(s.gpu_type == "cpu" for s in specs) else "GPUs"
+    unit = scale_unit(s.gpu_type for s in specs)
     return {
         "workload": ", ".join(sorted({s.workload for s in specs})),
         "size": ", ".join(sorted({s.size for s in specs})),

@@ -16,6 +16,7 @@ from typing import Any
 
 from llmbench.core.config.expand import expand
 from llmbench.core.config.schema import schema_checked
+from llmbench.core.devices import device
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import launcher_traits
 from llmbench.core.runspec import RunSpec
@@ -172,7 +173,7 @@ def local_cpu_runs(specs: Sequence[RunSpec]) -> list[RunSpec]:
     return [
         spec
         for spec in specs
-        if launcher_traits(spec.launcher).on_this_machine and spec.gpu_type == "cpu"
+        if launcher_traits(spec.launcher).on_this_machine and not device(spec.gpu_type).has_gpus
     ]
 
 

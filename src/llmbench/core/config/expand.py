@@ -12,6 +12,7 @@ from typing import Any
 from llmbench.core import embedded_workload
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.parity import built_vocab, reference_image, resolve_parity
+from llmbench.core.devices import embedded_kinds
 from llmbench.core.images import parse_image
 from llmbench.core.launchers import launcher_traits
 from llmbench.core.limits import RunLimits, resolve_limits
@@ -105,7 +106,7 @@ def _resolve_tiny(run: _Combination) -> RunSpec:
     where, sweep, gpus = run.where, run.sweep, run.gpus
     _check_choice(where, "sizes", run.size, tuple(embedded_workload.SIZES))
     _check_choice(where, "dtypes", run.dtype, embedded_workload.DTYPES)
-    _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_workload.GPU_TYPES)
+    _check_choice(where, "gpu_type", sweep["gpu_type"], embedded_kinds())
     _check_choice(where, "variants", run.variant, ("perf",))
     _check_choice(where, "scaling", sweep["scaling"], ("weak",))
     _check_choice(where, "release", sweep.get("release", DEFAULT_RELEASE), (DEFAULT_RELEASE,))

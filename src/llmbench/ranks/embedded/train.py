@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from llmbench.core.embedded_workload import CUDA_GPU_TYPE
 from llmbench.core.runspec import RunSpec
 from llmbench.ranks.embedded.process_group import GroupHolders, process_group
 from llmbench.ranks.stack_dumps import register_stack_dump
@@ -157,21 +156,21 @@ def nemo_step_line(
     )
 
 
-def train(spec: RunSpec, info: RankInfo) -> None:
-    """Train ``spec.steps`` iterations on this rank; the process group (if any) is torn
-    down only after every object that uses it is gone (``process_group``)."""
+def train(spec: RunSpec, info: RankInfo, cuda: bool) -> None:
+    """Train ``spec.steps`` iterations on this rank (on its local GPU with NCCL when
+    ``cuda``, else on CPU cores with gloo); the process group (if any) is torn down only
+    after every object that uses it is gone (``process_group``)."""
     # heavy optional dependency (the embedded extra): imported only when used
     import torch
 
     torch.set_num_threads(spec.threads_per_rank)
-    cuda = spec.gpu_type == CUDA_GPU_TYPE
     if cuda:  # one process per local GPU
         torch.cuda.set_device(info.local_rank)
     with process_group(info.rank, info.world_size, backend="nccl" if cuda else "gloo") as holders:
-        _train_steps(spec, info, holders)
+        _train_steps(spec, info, holders, cuda)
 
 
-def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
+def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders, cuda: bool) -> None:
     # The model, optimizer and DDP reducer are locals here, so they are released when this
     # function returns, before the process group is destroyed.
     import torch
@@ -180,11 +179,7 @@ def _train_steps(spec: RunSpec, info: RankInfo, holders: GroupHolders) -> None:
     from llmbench.ranks.embedded.llama import LlamaForCausalLM, LlamaShape
 
     distributed = info.world_size > 1
-    device = (
-        torch.device("cuda", info.local_rank)
-        if spec.gpu_type == CUDA_GPU_TYPE
-        else torch.device("cpu")
-    )
+    device = torch.device("cuda", info.local_rank) if cuda else torch.device("cpu")
     torch.manual_seed(1234)  # identical initial weights on every rank, as DDP expects
     model = LlamaForCausalLM(LlamaShape.of(spec.model)).to(device)
     if distributed:
@@ -301,6 +296,9 @@ def run_rank(rank: int, work: Callable[[], None]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spec", required=True, help="run_spec.json written by llmbench")
+    parser.add_argument(
+        "--cuda", action="store_true", help="one local GPU per rank, NCCL (default: CPU, gloo)"
+    )
     args = parser.parse_args(argv)
     with open(args.spec) as fh:
         spec = RunSpec.from_dict(json.load(fh))
@@ -316,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"dtype={spec.dtype} gbs={spec.global_batch_size} steps={spec.steps}",
             flush=True,
         )
-    return run_rank(info.rank, lambda: train(spec, info))
+    return run_rank(info.rank, lambda: train(spec, info, args.cuda))
 
 
 if __name__ == "__main__":
