@@ -11,7 +11,7 @@ llmbench's (``src/llmbench``, the Snakefile and ``workflow/``) or Snakemake's (i
 and plugins); frames of other libraries (PyYAML, jsonschema, the standard library) count
 for whoever called them. llmbench's samples are split by where they are: reading the
 Snakefile and rules (the ``.smk`` code itself), the config check (``core/``,
-``workflow/config_check``), the rules' values (``workflow/sweep``, ``workflow/wiring`` and
+``workflow/config_check``), the rules' values (``workflow/sweep``, ``workflow/rule_values`` and
 what they call) and the rest. One run, so both sides see the same load. Target: llmbench's
 share <= 10 %.
 """

@@ -32,7 +32,7 @@ from llmbench.job.runner import run_attempt
 from llmbench.launch.kubernetes import node_command, render_manifest_yaml
 from llmbench.launch.launchers import check_platforms
 from llmbench.telemetry.sampling import TelemetrySettings
-from llmbench.workflow.wiring import launch_env
+from llmbench.workflow.rule_values import launch_env
 from tests.helpers import HERE, REPO, tiny_config
 from tests.kubernetes.standin_apiserver import StandInApiServer
 from tests.launch.cases import EXAMPLE_IMAGES

@@ -16,15 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmbench.core import metrics
-from llmbench.core.catalog.load import load_catalog
-from llmbench.core.catalog.published import (
-    PublishedResult,
-    flops_examples,
-    load_examples,
-    load_published,
-)
+from llmbench.core.catalog.load import load_catalog, read_yaml
+from llmbench.core.catalog.published import PublishedResult, load_published, published_result
 from llmbench.core.catalog.query import Catalog
 from llmbench.core.flops import flops_breakdown, model_flops_per_sample
+
+
+def load_examples() -> tuple[PublishedResult, ...]:
+    """The documents' worked throughput / days / MFU examples (``published.yaml``)."""
+    examples = read_yaml("published.yaml")["examples"]
+    return tuple(published_result(example, {}, "example") for example in examples)
+
+
+def flops_examples() -> list[dict[str, Any]]:
+    """The documents' worked FLOPs calculations, as printed (``published.yaml``)."""
+    return [dict(e) for e in read_yaml("published.yaml")["flops_examples"]]
 
 
 @dataclass(frozen=True)

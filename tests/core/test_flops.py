@@ -8,12 +8,12 @@ import pytest
 
 from llmbench.core import metrics
 from llmbench.core.catalog import load_catalog
-from llmbench.core.catalog.published import flops_examples
 from llmbench.core.flops import (
     ModelShape,
     flops_breakdown,
     model_flops_per_sample,
 )
+from tests.core.published_checks import flops_examples
 
 CAT = load_catalog()
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llmbench.core.catalog import load_catalog, published_results
-from llmbench.core.catalog.published import load_examples
-from tests.core.published_checks import agrees, disagreements, reproduce
+from tests.core.published_checks import agrees, disagreements, load_examples, reproduce
 from tests.helpers import REPO
 
 ERRATA = REPO / "docs" / "spec-errata.md"

@@ -18,7 +18,7 @@ import pytest
 from llmbench.core.config import check_config
 from llmbench.core.site_fit import needs_hf_home
 from llmbench.job.runner import run_attempt
-from llmbench.workflow.wiring import launch_env
+from llmbench.workflow.rule_values import launch_env
 from tests.helpers import HERE
 
 RECORDER = """import json, os, sys

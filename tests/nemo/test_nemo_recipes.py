@@ -33,7 +33,7 @@ WORKLOADS = ("llama3.1-nemo", "nemotron4-nemo")
 
 
 def nemo_env(**extra: str) -> dict[str, str]:
-    """The environment the workflow gives a venv run (``wiring.launch_env``): this
+    """The environment the workflow gives a venv run (``rule_values.launch_env``): this
     checkout's source first, whatever checkout the cached venv's ``.pth`` names."""
     return {**os.environ, "PYTHONPATH": str(REPO / "src"), **extra}
 

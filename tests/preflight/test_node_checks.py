@@ -7,12 +7,14 @@ Stand-ins print what the real tools print: ``nvidia-smi``, ``all_reduce_perf`` a
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from llmbench.core.preflight_settings import PreflightSettings
+from llmbench.errors import LlmbenchError
 from llmbench.preflight.checks import (
     cpu_governor_check,
     ecc_check,
@@ -27,7 +29,7 @@ from llmbench.preflight.checks import (
 )
 from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.gpu import HEALTH_FIELDS
-from llmbench.preflight.node import node_preflight
+from llmbench.preflight.node import fabric_job, node_preflight
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "node-checks"
 ALL_REDUCE = Path(__file__).parent / "fixtures" / "all_reduce_perf.txt"
@@ -236,3 +238,38 @@ def test_gate_excludes_a_node_below_the_best_alltoall() -> None:
     )
     assert table.loc["b", "warnings"] == "2 cores powersave"
     assert table.loc["a", "alltoall_threshold_gbps"] == pytest.approx(0.56)
+
+
+def test_fabric_job_writes_a_passing_fabric_and_stops_on_a_slow_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fabric.sh run by bash against a stand-in srun (the multi-node all_reduce_perf it
+    starts printing the published table): 45.10 GB/s passes h100's 70 % of 50 GB/s and is
+    written; 20 GB/s stops the sweep with one line and writes nothing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    command = (
+        "--nodes=2 --ntasks-per-node=8 --mpi=pmix --container-image=nvcr.io/nvidia/nemo:25.04 "
+        f"--no-container-mount-home all_reduce_perf -b 8 -e {8 << 30} -f 2 -g 1"
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("LLMBENCH_IMAGE", raising=False)
+    settings = PreflightSettings(True, ("gpu-01", "gpu-02"), "h100", 8, 2, 8 << 30, 0.7, 5, "/")
+    for name, busbw in (("ok", "45.10"), ("slow", "20.00")):
+        printed = tmp_path / f"{name}.txt"
+        printed.write_text(ALL_REDUCE.read_text().replace("392.45", busbw))
+        stand_in(bin_dir, "srun", {command: printed})
+        (tmp_path / name).mkdir()
+        output = tmp_path / name / "fabric.json"
+        if name == "ok":
+            fabric_job(settings, output, "nvcr.io/nvidia/nemo:25.04")
+            assert json.loads(output.read_text())["busbw_gbps"] == 45.10
+            continue
+        with pytest.raises(LlmbenchError) as stopped:
+            fabric_job(settings, output, "nvcr.io/nvidia/nemo:25.04")
+        assert str(stopped.value) == (
+            "preflight: multi-node all-reduce bus bandwidth 20 GB/s below 70% of the "
+            "expected 50 GB/s"
+        )
+        assert not output.exists()
+        assert (tmp_path / name / "fabric" / "fabric.log").is_file()

@@ -14,7 +14,7 @@ from llmbench.core.devices import datasheet_peak
 from llmbench.core.preflight_settings import resolve_preflight
 from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
-from llmbench.report.telemetry_plot import plot_group_telemetry
+from llmbench.report.telemetry_plot import plot_group_telemetry, plot_group_telemetry_files
 from tests.helpers import tiny_config
 
 
@@ -48,6 +48,29 @@ def test_plot_draws_rapl_power_and_the_window(tmp_path: Path) -> None:
     assert plot_group_telemetry(samples, runs(), "g", out) == 1
     text = out.read_text()
     assert "<svg" in text and "package power (W, RAPL)" in text
+
+
+def test_the_group_plot_draws_only_its_own_runs_of_the_sweep_tables(tmp_path: Path) -> None:
+    """The telemetry rule's body reads the sweep's tables and draws the group's runs only:
+    r2 of another group, with samples in the same tables, is not drawn."""
+    times = np.arange(100.0, 106.0, 0.25)
+    one = pd.DataFrame(
+        {
+            "time_unix_s": times,
+            "node": "n1",
+            "source": "rapl",
+            "device": "package-0",
+            "metric": "energy_j",
+            "value": np.arange(len(times)) * 50.0,
+        }
+    )
+    pd.concat([one.assign(run_id="r1"), one.assign(run_id="r2")]).to_parquet(tmp_path / "s.pq")
+    other = runs().assign(run_id="r2", dtype="bf16", gpus=4)
+    pd.concat([runs(), other]).to_parquet(tmp_path / "r.pq")
+    out = tmp_path / "g.svg"
+    drawn = plot_group_telemetry_files(tmp_path / "s.pq", tmp_path / "r.pq", ["r1"], "g", out)
+    assert drawn == 1
+    assert "fp32 x2" in out.read_text() and "bf16 x4" not in out.read_text()
 
 
 def test_plot_without_samples_says_why(tmp_path: Path) -> None:

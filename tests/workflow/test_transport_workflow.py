@@ -29,7 +29,7 @@ from llmbench.core.config import run_specs, validate_config
 from llmbench.job.attempts import train_job
 from llmbench.job.runner import RECORD_FILE
 from llmbench.job.train_outputs import write_train_outputs
-from llmbench.workflow.wiring import launch_env
+from llmbench.workflow.rule_values import launch_env
 from tests.helpers import REPO, snakemake, workflow_config, write_config
 
 pytestmark = pytest.mark.workflow

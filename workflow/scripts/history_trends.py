@@ -1,9 +1,8 @@
-import sys
-
 from llmbench.aggregate.reference import references_for
+from llmbench.files.job_log import job_log
 from llmbench.history.trends import write_sweep_trends
 
-sys.stderr = open(snakemake.log[0], "w")
+job_log(snakemake.log[0], list(snakemake.output))
 write_sweep_trends(
     snakemake.params.history,
     snakemake.input.runs,

@@ -1,18 +1,17 @@
 from pathlib import Path
 
 from llmbench.core.preflight_settings import settings_from_dict
-from llmbench.errors import exit_with_error
-from llmbench.files.atomic import write_json_atomic
+from llmbench.errors import LlmbenchError, exit_with_error
 from llmbench.files.job_log import job_log
-from llmbench.preflight.node import fabric_preflight
+from llmbench.preflight.node import fabric_job
 
 job_log(snakemake.log[0], list(snakemake.output))
-output = Path(snakemake.output.result)
-result = fabric_preflight(
-    settings_from_dict(snakemake.params.settings),
-    output.with_suffix(""),
-    snakemake.params.image or None,
-)
-if result["problems"]:  # the largest run cannot run well here: stop before it starts
-    exit_with_error(f"preflight: {'; '.join(result['problems'])}")
-write_json_atomic(output, result)
+try:
+    fabric_job(
+        settings_from_dict(snakemake.params.settings),
+        Path(snakemake.output.result),
+        snakemake.params.image or None,
+    )
+except LlmbenchError as err:
+    # One line, no traceback: the fabric's problems; the largest run would not run well.
+    exit_with_error(err)

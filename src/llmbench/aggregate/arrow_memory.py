@@ -1,10 +1,8 @@
 """The Arrow memory pool of the jobs that build tables of millions of rows.
 
 pyarrow's default pool (mimalloc) backs fresh large buffers with transparent huge pages,
-which the kernel zeroes on first touch: building the steps table of a 100,000-run sweep
-(5 million rows, a string column per key) spent most of its time there, 2.0-2.3 s against
-0.5-0.7 s with pyarrow's jemalloc pool (``perf``: ``clear_page_erms`` under Arrow's take,
-pyarrow 26 on Linux). ``benchmarks/aggregate.py`` shows the whole job's difference.
+which the kernel zeroes on first touch; pyarrow's jemalloc pool does not. What that costs
+the steps table of a 100,000-run sweep is measured in benchmarks/README.md (aggregate).
 """
 
 from __future__ import annotations

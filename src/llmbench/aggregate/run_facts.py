@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llmbench.core import flops as flops_mod
 from llmbench.core import metrics
 from llmbench.core.catalog import load_catalog
 from llmbench.core.catalog.records import precision_of
 from llmbench.core.devices import device
+from llmbench.core.flops import ModelExtras, ModelShape, model_flops_per_sample
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def run_model(workload: str, size: str) -> str:
     return catalog.workload(workload).sizes[size]
 
 
-_SHAPE_FIELDS = tuple(flops_mod.ModelShape.__dataclass_fields__)
+_SHAPE_FIELDS = tuple(ModelShape.__dataclass_fields__)
 
 
 def model_flops(model: Mapping[str, Any]) -> float:
@@ -90,8 +90,8 @@ def _model_flops(
     formula: str, shape: tuple[int, ...], extras: tuple[tuple[str, int], ...]
 ) -> float:
     # Cached: the exact (Fraction) arithmetic costs ~40 us, and a sweep repeats few models.
-    return flops_mod.model_flops_per_sample(
+    return model_flops_per_sample(
         formula,
-        flops_mod.ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True))),
-        flops_mod.ModelExtras.from_dict(dict(extras)),
+        ModelShape(**dict(zip(_SHAPE_FIELDS, shape, strict=True))),
+        ModelExtras.from_dict(dict(extras)),
     )

@@ -194,7 +194,7 @@ class RunSpec:
         data["profile"] = {
             k: list(v) if isinstance(v, (list, tuple)) else v for k, v in self.profile.items()
         }
-        # RunLimits holds plain numbers (half of this method's time went to asdict)
+        # RunLimits holds plain numbers: its fields' copy is the whole copy
         data["limits"] = dict(vars(self.limits)) if self.limits is not None else None
         data["parity"] = self.parity.to_dict()
         data["run_id"] = self.run_id

@@ -17,9 +17,22 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from llmbench.core import kubernetes_names as k8s
 from llmbench.core.devices import device
 from llmbench.core.images import parse_image
+from llmbench.core.kubernetes_names import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    EXTENDED_RESOURCE,
+    LABEL_KEY,
+    LABEL_VALUE,
+    QUEUE_LABEL,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_extended_resource_name,
+    is_label_key,
+    is_label_value,
+    is_queue_label,
+)
 from llmbench.core.launchers import PLATFORM_SITE_BLOCKS, launcher_traits
 from llmbench.core.platform_site import DEFAULT_SECRET_ENV
 from llmbench.core.runspec import RunSpec
@@ -211,32 +224,30 @@ def check_kubernetes(site: Mapping[str, Any], source: str) -> None:
             source,
             "kubernetes.namespace",
             site["namespace"],
-            k8s.is_dns1123_label,
-            k8s.DNS1123_LABEL,
+            is_dns1123_label,
+            DNS1123_LABEL,
         )
     if "runtime" in site:
         _check(
             source,
             "kubernetes.runtime",
             site["runtime"],
-            k8s.is_dns1123_subdomain,
-            f"a ClusterTrainingRuntime name, {k8s.DNS1123_SUBDOMAIN}",
+            is_dns1123_subdomain,
+            f"a ClusterTrainingRuntime name, {DNS1123_SUBDOMAIN}",
         )
     if site.get("queue"):
-        _check(source, "kubernetes.queue", site["queue"], k8s.is_queue_label, k8s.QUEUE_LABEL)
+        _check(source, "kubernetes.queue", site["queue"], is_queue_label, QUEUE_LABEL)
     if "gpu_resource" in site:
         _check(
             source,
             "kubernetes.gpu_resource",
             site["gpu_resource"],
-            k8s.is_extended_resource_name,
-            k8s.EXTENDED_RESOURCE,
+            is_extended_resource_name,
+            EXTENDED_RESOURCE,
         )
     for key, value in (site.get("node_selector") or {}).items():
-        _check(source, "kubernetes.node_selector", key, k8s.is_label_key, f"keys: {k8s.LABEL_KEY}")
-        _check(
-            source, f"kubernetes.node_selector.{key}", value, k8s.is_label_value, k8s.LABEL_VALUE
-        )
+        _check(source, "kubernetes.node_selector", key, is_label_key, f"keys: {LABEL_KEY}")
+        _check(source, f"kubernetes.node_selector.{key}", value, is_label_value, LABEL_VALUE)
     for index, toleration in enumerate(site.get("tolerations") or []):
         check_toleration(toleration, f"kubernetes.tolerations[{index}]", source)
 
@@ -250,9 +261,9 @@ def check_toleration(toleration: Mapping[str, Any], where: str, source: str) -> 
     key = toleration.get("key") or ""
     operator = toleration.get("operator") or "Equal"
     if key:
-        _check(source, f"{where}.key", key, k8s.is_label_key, k8s.LABEL_KEY)
+        _check(source, f"{where}.key", key, is_label_key, LABEL_KEY)
     value = toleration.get("value", "")
-    _check(source, f"{where}.value", value, k8s.is_label_value, k8s.LABEL_VALUE)
+    _check(source, f"{where}.value", value, is_label_value, LABEL_VALUE)
     if value and operator == "Exists":
         raise ConfigError(
             f"{source}: {where}.value: {value!r} with operator Exists; allowed: no value "
@@ -300,10 +311,8 @@ def check_pvcs(entries: Sequence[str], block: str, source: str) -> None:
     for index, entry in enumerate(entries):
         name, path, claim = entry.split(":")  # the schema's pattern: name:/path:claimName
         where = f"{block}.pvcs[{index}]"
-        _check(source, f"{where}: volume name", name, k8s.is_dns1123_label, k8s.DNS1123_LABEL)
-        _check(
-            source, f"{where}: claimName", claim, k8s.is_dns1123_subdomain, k8s.DNS1123_SUBDOMAIN
-        )
+        _check(source, f"{where}: volume name", name, is_dns1123_label, DNS1123_LABEL)
+        _check(source, f"{where}: claimName", claim, is_dns1123_subdomain, DNS1123_SUBDOMAIN)
         if not _PORTABLE_ABSOLUTE_PATH.fullmatch(path):
             raise ConfigError(
                 f"{source}: {where}: mount path {path!r} is not allowed; allowed: an absolute "

@@ -34,7 +34,7 @@ from llmbench.job.sweep_processes import (
     sweep_processes,
     workflow_process,
 )
-from llmbench.launch.launchers import launcher_for
+from llmbench.launch.launchers import launcher_for, render_launch_script
 from llmbench.launch.script import LOG_FILE, SPEC_FILE
 from llmbench.launch.slurm import job_nodelist
 from llmbench.parsers import parse_log
@@ -85,7 +85,7 @@ def write_launch_files(spec: RunSpec, folder: Path, attempt: int) -> list[str]:
     the platform's files (manifest, payload). Returns the file names, in that order.
     ``llmbench render`` writes the same files without running anything."""
     launcher = launcher_for(spec)
-    files = {SPEC_FILE: spec.to_json() + "\n", LAUNCH_FILE: launcher.render(spec)}
+    files = {SPEC_FILE: spec.to_json() + "\n", LAUNCH_FILE: render_launch_script(spec)}
     files.update(launcher.files(spec, attempt))
     for name, text in files.items():
         (folder / name).write_text(text)

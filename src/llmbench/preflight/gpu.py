@@ -175,10 +175,6 @@ class NcclTestResult:
     avg_busbw_gbps: float
     wrong: int
 
-    @property
-    def peak_busbw_gbps(self) -> float:
-        return max((p["busbw_gbps"] for p in self.points), default=math.nan)
-
 
 def parse_nccl_tests(text: str) -> NcclTestResult:
     """The out-of-place columns of an ``all_reduce_perf`` table and its average."""

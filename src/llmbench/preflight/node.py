@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from llmbench.core.devices import device
 from llmbench.core.preflight_settings import PreflightSettings
+from llmbench.errors import LlmbenchError
+from llmbench.files.atomic import write_json_atomic
 from llmbench.files.tool_output import MAX_OUTPUT_BYTES, run_tool
 from llmbench.launch.shell import Raw, Word, join
 from llmbench.preflight.allreduce import measure_allreduce
@@ -310,7 +312,7 @@ def fabric_result(settings: PreflightSettings, output: str) -> dict[str, Any]:
 def fabric_preflight(
     settings: PreflightSettings, folder: Path, image: str | None
 ) -> dict[str, Any]:
-    """Run ``fabric.sh`` in the allocation and judge it (the fabric rule's body)."""
+    """Run ``fabric.sh`` in the allocation and judge it."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "fabric.sh"
     script.write_text(render_fabric(settings, image))
@@ -319,4 +321,23 @@ def fabric_preflight(
     result = fabric_result(settings, run.text)
     if run.ending in ("timeout", "overflow"):
         result["problems"].insert(0, run.problem)
+    return result
+
+
+def fabric_stop(result: Mapping[str, Any]) -> str | None:
+    """The line that stops the sweep before its largest run starts (the fabric's problems:
+    that run cannot run well here); None when the fabric passes."""
+    problems = result["problems"]
+    return f"preflight: {'; '.join(problems)}" if problems else None
+
+
+def fabric_job(settings: PreflightSettings, output: Path, image: str | None) -> dict[str, Any]:
+    """The fabric rule's body: run and judge the check in the folder named ``output``
+    without its suffix, then write the result to ``output``; a fabric that fails raises
+    ``LlmbenchError`` (``fabric_stop``'s line) and writes no result."""
+    result = fabric_preflight(settings, output.with_suffix(""), image)
+    stop = fabric_stop(result)
+    if stop:
+        raise LlmbenchError(stop)
+    write_json_atomic(output, result)
     return result

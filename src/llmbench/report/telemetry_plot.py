@@ -10,6 +10,7 @@ from the run's first sample.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -80,3 +81,19 @@ def plot_group_telemetry(samples: pd.DataFrame, runs: pd.DataFrame, title: str, 
         fig.savefig(out, metadata=figure_metadata("svg"))
     plt.close(fig)
     return drawn
+
+
+def of_runs(table: pd.DataFrame, run_ids: Iterable[str]) -> pd.DataFrame:
+    """The rows of ``table`` whose ``run_id`` is one of ``run_ids``."""
+    return table[table["run_id"].isin(list(run_ids))]
+
+
+def plot_group_telemetry_files(
+    samples_path: Path, runs_path: Path, run_ids: Iterable[str], title: str, out: Path
+) -> int:
+    """The telemetry rule's body: the plot of one group's runs (``run_ids``) from the
+    sweep's samples and runs tables (Parquet), as ``plot_group_telemetry``."""
+    run_ids = list(run_ids)
+    samples = of_runs(pd.read_parquet(samples_path), run_ids)
+    runs = of_runs(pd.read_parquet(runs_path), run_ids)
+    return plot_group_telemetry(samples, runs, title, out)

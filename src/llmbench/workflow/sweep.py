@@ -43,7 +43,7 @@ from llmbench.job.sweep_processes import mark_workflow_process
 from llmbench.launch import slurm
 from llmbench.launch.launchers import LAUNCHERS, missing_before_start
 from llmbench.launch.slurm import SBATCH_ENVIRONMENT
-from llmbench.workflow import spec_cache, wiring
+from llmbench.workflow import rule_values, spec_cache
 
 SPEC_CACHE = ".snakemake/llmbench/specs.json"
 PREFLIGHT_EXCLUDE = "results/preflight/exclude.json"
@@ -84,7 +84,7 @@ def load_sweep(
         sweep = Sweep(config, specs, base_dirs, main_process)
     except ConfigError as err:
         exit_with_error(err)
-    missing = wiring.missing_embedded_packages(specs)
+    missing = rule_values.missing_embedded_packages(specs)
     if missing:  # before any run: a plain `pip install .` has no torch
         exit_with_error(missing)
     snakemake_config.update(config)
@@ -134,7 +134,7 @@ class Sweep:
         self.runs = {spec.run_id: spec for spec in specs}
         self.main_process = main_process
         self.stage: str = config["stage_path"]
-        self.groups = wiring.run_groups(specs)
+        self.groups = rule_values.run_groups(specs)
         self.images = image_imports(specs)  # .sqsh file name -> import
         self.venv_requirements = venv_requirements_path(config, base_dirs)
         self.venv_marker = venv_marker_path(self.stage)
@@ -250,7 +250,7 @@ class Sweep:
                 "retry_of": retry_token(
                     f"results/runs/{run}", self.config["failures"]["keep_failed"]
                 ),
-                "env": wiring.launch_env(
+                "env": rule_values.launch_env(
                     spec, self.stage, self.config["master_addr"], self.config.get("hf_home")
                 ),
                 "telemetry": self.config["telemetry"],
@@ -263,7 +263,7 @@ class Sweep:
             run: 1 if is_platform(spec.launcher) else spec.gpus_per_node * spec.threads_per_rank
             for run, spec in self.runs.items()
         }
-        return wiring.per_run(threads, lambda run, attempt: threads[run])
+        return rule_values.per_run(threads, lambda run, attempt: threads[run])
 
     def train_bench(self) -> int:
         """profiles/default allows one ``bench`` job at a time so that local timings do not
@@ -274,7 +274,7 @@ class Sweep:
         # Once per job try, not once per resource: a retry's node check queries Slurm.
         key = (run, attempt, exclude)
         if key not in self._train_resources:
-            self._train_resources[key] = wiring.train_resources(
+            self._train_resources[key] = rule_values.train_resources(
                 self.runs[run],
                 Path("results/runs") / run,
                 attempt,
@@ -294,13 +294,13 @@ class Sweep:
             def of_try(run: str, attempt: int) -> Any:
                 return self._resources(run, attempt, self.preflight_excluded())[name]
 
-            return wiring.per_run({}, of_try, varies=True)
+            return rule_values.per_run({}, of_try, varies=True)
 
         def first_try(run: str, attempt: int) -> Any:
             return self._resources(run, 1, "")[name]
 
         values = {run: first_try(run, 1) for run in self.runs} if self.main_process else {}
-        return wiring.per_run(values, first_try)
+        return rule_values.per_run(values, first_try)
 
     @staticmethod
     def try_number(wildcards: Wildcards, attempt: int) -> int:
@@ -335,15 +335,15 @@ class Sweep:
         return self.groups[wildcards.group]
 
     def table_labels(self, table: str) -> dict[str, str]:
-        return {**wiring.label_values(self.runs.values()), "content": table}
+        return {**rule_values.label_values(self.runs.values()), "content": table}
 
     def plot_labels(self, wildcards: Wildcards) -> dict[str, str]:
         specs = [self.runs[run] for run in self.groups[wildcards.group]]
-        return {**wiring.label_values(specs), "content": wildcards.name.replace("_", " ")}
+        return {**rule_values.label_values(specs), "content": wildcards.name.replace("_", " ")}
 
     def telemetry_plot_labels(self, wildcards: Wildcards) -> dict[str, str]:
         specs = [self.runs[run] for run in self.groups[wildcards.group]]
-        return {**wiring.label_values(specs), "content": "telemetry"}
+        return {**rule_values.label_values(specs), "content": "telemetry"}
 
     # -- history
 
@@ -358,7 +358,7 @@ class Sweep:
         (``history.trends.key_name``); that run of this sweep gives the labels."""
         spec = self.runs[f"{wildcards.name}_perf"]
         return {
-            **wiring.label_values([spec]),
+            **rule_values.label_values([spec]),
             "content": "step time over sweeps",
         }
 

@@ -1,6 +1,7 @@
-"""Published results as reference data (``published.yaml``): the spec's tables, the
-documents' worked examples, and NVIDIA's Megatron-Bridge performance summary rows; the
-step times references and cost estimates start from.
+"""Published results as reference data (``published.yaml``): the spec's tables and
+NVIDIA's Megatron-Bridge performance summary rows, the step times references and cost
+estimates start from. The file also keeps the documents' worked examples, which only the
+tests read (they check the formulas against them).
 
 Every published number says what it is comparable with: the model, GPU type and count,
 precision recipe, global batch size and container it was measured with. That every
@@ -76,7 +77,11 @@ def _document_facts(workload: str, source: str, dtype: str, gpu_type: str) -> di
     }
 
 
-def _result(base: Mapping[str, Any], cells: Mapping[str, Any], kind: str) -> PublishedResult:
+def published_result(
+    base: Mapping[str, Any], cells: Mapping[str, Any], kind: str
+) -> PublishedResult:
+    """One published row: a table's common values (``base``) and one cell column's (a
+    worked example has them all in ``base``)."""
     merged = {**base, **cells}
     facts = _document_facts(merged["workload"], merged["source"], merged["dtype"],
                             merged["gpu_type"])  # fmt: skip
@@ -153,7 +158,8 @@ def load_published() -> tuple[PublishedResult, ...]:
     for table in _raw()["tables"]:
         base = {k: v for k, v in table.items() if k not in ("columns", "rows")}
         for values in table["rows"]:
-            results.append(_result(base, dict(zip(table["columns"], values, strict=True)), "table"))
+            cells = dict(zip(table["columns"], values, strict=True))
+            results.append(published_result(base, cells, "table"))
     return tuple(results)
 
 
@@ -173,14 +179,3 @@ def reference_results() -> list[PublishedResult]:
 def published_results() -> list[PublishedResult]:
     """The spec's published results tables, as a list (``load_published``)."""
     return list(load_published())
-
-
-@functools.cache
-def load_examples() -> tuple[PublishedResult, ...]:
-    """The documents' worked throughput / days / MFU examples."""
-    return tuple(_result(e, {}, "example") for e in _raw()["examples"])
-
-
-def flops_examples() -> list[dict[str, Any]]:
-    """The documents' worked FLOPs calculations, as printed."""
-    return [dict(e) for e in _raw()["flops_examples"]]

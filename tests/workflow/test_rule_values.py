@@ -1,4 +1,4 @@
-"""What the workflow asks per run (``llmbench.workflow.wiring``): constants folded, per-run
+"""What the workflow asks per run (``llmbench.workflow.rule_values``): constants folded, per-run
 Slurm resources, labels and files."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from llmbench.core.config import run_specs, validate_and_expand, validate_config
-from llmbench.workflow.wiring import (
+from llmbench.workflow.rule_values import (
     label_values,
     launch_env,
     missing_embedded_packages,
@@ -76,7 +76,7 @@ def test_labels_groups_and_environment(tmp_path) -> None:
 def test_a_venv_run_without_container_imports_this_checkouts_source(tmp_path) -> None:
     nemo = SPECS[-1]
     bare = launch_env(dataclasses.replace(nemo, container="none"), str(tmp_path), None)
-    assert Path(bare["PYTHONPATH"], "llmbench", "workflow", "wiring.py").is_file()
+    assert Path(bare["PYTHONPATH"], "llmbench", "workflow", "rule_values.py").is_file()
     # In a container the image's PYTHONPATH stays its own; the embedded run needs no venv.
     assert "PYTHONPATH" not in launch_env(
         dataclasses.replace(nemo, container="enroot"), str(tmp_path), None
