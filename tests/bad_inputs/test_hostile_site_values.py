@@ -28,8 +28,9 @@ import yaml
 from llmbench.core.config import check_config, config_schema
 from llmbench.errors import ConfigError
 from llmbench.job.runner import run_attempt
-from llmbench.launch.kubernetes import KubernetesSite, node_command, render_manifest_yaml
+from llmbench.launch.kubernetes import KubernetesSite, render_manifest_yaml
 from llmbench.launch.launchers import check_platforms
+from llmbench.launch.pods import node_command
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.wiring import launch_env
 from tests.helpers import REPO, tiny_config
@@ -375,7 +376,7 @@ def test_hostile_source_path_on_the_standin_runs_nothing_extra(tmp_path: Path, m
     (built past the config check) hold injections in ``llmbench_src``; the API stand-in
     runs node 0's command on this machine, the embedded trainer trains, and nothing else
     runs."""
-    from llmbench.launch.kubernetes import submit_and_wait
+    from llmbench.launch.kubernetes_watch import submit_and_wait
     from llmbench.parsers import parse_log
 
     marker = tmp_path / "INJECTED"

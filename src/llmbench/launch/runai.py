@@ -36,7 +36,7 @@ from llmbench.core.launchers import LAUNCHER_TRAITS
 from llmbench.core.runspec import RunSpec
 from llmbench.core.value_checks import DEFAULT_SECRET_ENV
 from llmbench.errors import LaunchError
-from llmbench.launch.kubernetes import (
+from llmbench.launch.pods import (
     PLATFORM_FILE,
     PROGRESS_FILE,
     Pvc,
