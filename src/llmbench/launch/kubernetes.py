@@ -66,6 +66,7 @@ class KubernetesSite:
     keep: bool = False
     poll_s: float = LAUNCHER_TRAITS["kubernetes"].poll_s
     context: str = ""
+    hf_home: str = ""  # the site's hf_home (``core.config``), on one of ``pvcs``
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any]) -> KubernetesSite:
@@ -139,7 +140,7 @@ def _deadline_s(spec: RunSpec) -> int:
 def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = "python3 -m torch.distributed.run"  # reads PET_NNODES, PET_NODE_RANK, ...
     volumes, mounts = _volumes(site)
-    env = pod_environment(spec)
+    env = pod_environment(spec, site.hf_home)
     pod_spec = {
         **_pod_scheduling(site),
         "volumes": volumes,
@@ -198,7 +199,7 @@ def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[st
             "name": "pytorch",  # the operator looks the training container up by this name
             "image": image_for(spec, site),
             "command": node_command(spec, site.llmbench_src, torchrun),
-            "env": pod_environment(spec),
+            "env": pod_environment(spec, site.hf_home),
             "resources": _resources(spec, site),
             "volumeMounts": mounts,
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core.runspec import RunSpec
+from llmbench.core.site_fit import needs_hf_home
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
@@ -83,10 +84,14 @@ def spec_json(spec: RunSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
-def pod_environment(spec: RunSpec) -> list[dict[str, str]]:
+def pod_environment(spec: RunSpec, hf_home: str = "") -> list[dict[str, str]]:
     """The container's environment: the run spec, then the reference's environment for
-    the ranks (the same list srun's ranks get, ``rank_environment``)."""
+    the ranks (the same list srun's ranks get, ``rank_environment``), and the site's
+    ``hf_home`` as HF_HOME where the recipe reads the Hugging Face cache offline, as srun
+    passes it (the config check keeps it on one of the pods' volumes)."""
     env = [(SPEC_ENV, spec_json(spec)), *rank_environment(spec)]
+    if hf_home and needs_hf_home(spec):
+        env.append(("HF_HOME", hf_home))
     return [{"name": name, "value": value} for name, value in env]
 
 

@@ -79,6 +79,7 @@ class RunaiSite:
     keep: bool = False
     poll_s: float = LAUNCHER_TRAITS["runai"].poll_s
     context: str = ""
+    hf_home: str = ""  # the site's hf_home (``core.config``), on one of ``pvcs``
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any]) -> RunaiSite:
@@ -137,7 +138,7 @@ def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, An
                     for p in site.pvcs
                 ]
             },
-            "environmentVariables": pod_environment(spec),
+            "environmentVariables": pod_environment(spec, site.hf_home),
         },
     }
 
