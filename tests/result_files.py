@@ -1,6 +1,6 @@
 """Every ``result.json`` and run record (``run.json``) the test suite produced, checked
-against their schemas (``schemas/``, docs/results.md) at the end of each session by the
-autouse fixture ``result_files_validate`` (tests/conftest.py).
+against their schemas (``src/llmbench/core/schemas/``, docs/results.md) at the end of each
+session by the autouse fixture ``result_files_validate`` (tests/conftest.py).
 
 A ``run.json`` without ``schema_version`` was written by a test as its own input (a
 record made up to test a reader), not by llmbench: llmbench writes the field in every

@@ -54,7 +54,8 @@ export PY="${PYTHON:-python3}" OUT REPO HERE DRY WORK
 # Nothing outside OUTDIR: caches and the installed wheels go to $WORK, which is removed at
 # the end, and no bytecode is written (the box's packages and the wheels, which pip
 # compiles as it installs them, keep their own); nothing is fetched from the network.
-export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# $REPO for the kit's own steps (python -m benchmarks.gpu_proof), $REPO/src for llmbench.
+export PYTHONPATH="$REPO/src:$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export PYTHONDONTWRITEBYTECODE=1 MPLCONFIGDIR="$WORK/matplotlib"
 export XDG_CACHE_HOME="$WORK/cache" TMPDIR="$WORK/tmp" TRITON_CACHE_DIR="$WORK/triton"
 export CUDA_CACHE_PATH="$WORK/nv" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -79,7 +80,7 @@ run_step() {
 
 check_kit() { # dry mode: the wheel list's pins, the scripts parse, the GPU sweep's DAG
   local gpu="$WORK/gpu-workflow"
-  "$PY" -m llmbench.proof wheels --list "$HERE/wheels.txt" --pins "$REPO/envs/requirements.txt" \
+  "$PY" -m benchmarks.gpu_proof wheels --list "$HERE/wheels.txt" --pins "$REPO/envs/requirements.txt" \
     ${GPU_PROOF_WHEELS:+--wheels "$GPU_PROOF_WHEELS"} || return 1
   bash -n "$HERE/wheels.sh" && bash -n "$HERE/run.sh" && echo "wheels.sh and run.sh parse" || return 1
   mkdir -p "$gpu" && workflow_config gpu >"$gpu/config.yaml" || return 1
@@ -127,24 +128,24 @@ export -f check_kit install_wheels workflow_config workflow_step
 
 if ((DRY)); then
   run_step wheels 60 bash -c check_kit
-  run_step environment 120 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
+  run_step environment 120 "$PY" -m benchmarks.gpu_proof environment "$OUT/environment.json" \
     --pyproject "$REPO/pyproject.toml"
   run_step workflow 420 bash -c workflow_step
-  run_step node 120 "$PY" -m llmbench.proof node "$OUT/preflight" --cpu
-  run_step framework 180 "$PY" -m llmbench.proof framework "$OUT/framework" \
+  run_step node 120 "$PY" -m benchmarks.gpu_proof node "$OUT/preflight" --cpu
+  run_step framework 180 "$PY" -m benchmarks.gpu_proof framework "$OUT/framework" \
     --gpu-type cpu --size tiny --steps 6 --window 2 5
-  run_step summary 120 "$PY" -m llmbench.proof summary "$OUT"
+  run_step summary 120 "$PY" -m benchmarks.gpu_proof summary "$OUT"
 else
   # At most 8 minutes: the limits add up to 445 s, and each kill takes 5 s more at most.
   run_step install 35 bash -c install_wheels
-  export PYTHONPATH="$REPO/src:$WORK/site${PYTHONPATH#"$REPO/src"}" PATH="$WORK/site/bin:$PATH"
-  run_step environment 35 "$PY" -m llmbench.proof environment "$OUT/environment.json" \
+  export PYTHONPATH="$REPO/src:$REPO:$WORK/site${PYTHONPATH#"$REPO/src:$REPO"}" PATH="$WORK/site/bin:$PATH"
+  run_step environment 35 "$PY" -m benchmarks.gpu_proof environment "$OUT/environment.json" \
     --pyproject "$REPO/pyproject.toml" --gpu
   run_step workflow 160 bash -c workflow_step
-  run_step node 75 "$PY" -m llmbench.proof node "$OUT/preflight"
-  run_step framework 110 "$PY" -m llmbench.proof framework "$OUT/framework" \
+  run_step node 75 "$PY" -m benchmarks.gpu_proof node "$OUT/preflight"
+  run_step framework 110 "$PY" -m benchmarks.gpu_proof framework "$OUT/framework" \
     --gpu-type local-cuda --size small --steps 60 --window 20 59 --time-limit-s 50
-  run_step summary 30 "$PY" -m llmbench.proof summary "$OUT"
+  run_step summary 30 "$PY" -m benchmarks.gpu_proof summary "$OUT"
 fi
 
 echo

@@ -67,6 +67,6 @@ fi
 if [[ -n "${GPU_PROOF_CHECK_PYTHON:-}" ]]; then
   "$GPU_PROOF_CHECK_PYTHON" -m pip install --quiet --no-index --find-links "$DEST" --no-deps \
     --target "$check/site" -r <(requirements)
-  PYTHONPATH="$REPO/src:$check/site" "$GPU_PROOF_CHECK_PYTHON" -m llmbench.proof environment \
+  PYTHONPATH="$REPO/src:$REPO:$check/site" "$GPU_PROOF_CHECK_PYTHON" -m benchmarks.gpu_proof environment \
     "$check/environment.json" --pyproject "$REPO/pyproject.toml" | tail -n 1
 fi

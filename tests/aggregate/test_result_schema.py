@@ -1,13 +1,15 @@
-"""The result file's and the run record's JSON Schemas (``schemas/``, docs/results.md): each
-version pinned to what the schema accepts (its text without titles and descriptions), so
-that a change of the format without a new version fails here, and prose may change freely;
-what llmbench writes carries the version; the checks of tests/result_files.py find a bad
+"""The result file's and the run record's JSON Schemas (``src/llmbench/core/schemas/``,
+docs/results.md), the one folder of schemas: each version pinned to what the schema
+accepts (its text without titles and descriptions), so that a change of the format without
+a new version fails here, and prose may change freely; what llmbench writes carries the
+version; the checks of tests/result_files.py find a bad
 file and do not pass on a folder where the workflow left nothing."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -60,8 +62,15 @@ def test_a_schema_change_bumps_its_version(name: str) -> None:
     )
     assert schema(name)["properties"]["schema_version"]["const"] == version
     jsonschema.Draft202012Validator.check_schema(schema(name))
-    link = REPO / "schemas" / SCHEMAS[name]  # the top-level folder shows the package's file
-    assert link.is_symlink() and link.resolve() == path.resolve()
+
+
+def test_the_schemas_are_in_one_folder() -> None:
+    """A reader finds every schema in the package's folder, and nowhere else (no links)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.decode()
+    found = [p for p in listed.split("\0") if "schemas" in Path(p).parts[:-1]]
+    assert found and {str(Path(p).parent) for p in found} == {"src/llmbench/core/schemas"}
 
 
 def test_llmbench_writes_the_record_schema_version(tmp_path: Path) -> None:

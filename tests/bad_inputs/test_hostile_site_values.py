@@ -29,8 +29,9 @@ from llmbench.core.config import check_config, config_schema
 from llmbench.core.platform_site import KubernetesSite
 from llmbench.errors import ConfigError
 from llmbench.job.runner import run_attempt
-from llmbench.launch.kubernetes import node_command, render_manifest_yaml
+from llmbench.launch.kubernetes import render_manifest_yaml
 from llmbench.launch.launchers import check_platforms
+from llmbench.launch.pods import node_command
 from llmbench.telemetry.sampling import TelemetrySettings
 from llmbench.workflow.rule_values import launch_env
 from tests.helpers import HERE, REPO, tiny_config
@@ -376,7 +377,7 @@ def test_hostile_source_path_on_the_standin_runs_nothing_extra(tmp_path: Path, m
     (built past the config check) hold injections in ``llmbench_src``; the API stand-in
     runs node 0's command on this machine, the embedded trainer trains, and nothing else
     runs."""
-    from llmbench.launch.kubernetes import submit_and_wait
+    from llmbench.launch.kubernetes_watch import submit_and_wait
     from llmbench.parsers import parse_log
 
     marker = tmp_path / "INJECTED"

@@ -2,7 +2,7 @@
 
 The stand-ins of ``tests/bad_inputs/fake_tools.py`` answer as a healthy H100 node or print
 garbage, random bytes, nothing or 200 MB, fail, or hang. The GPU proof kit's node step
-(PF*, ``python -m llmbench.proof node``) and the workflow's preflight_node body (PFW*,
+(PF*, ``python -m benchmarks.gpu_proof node``) and the workflow's preflight_node body (PFW*,
 ``llmbench.preflight.node.node_preflight``) must each write a result with a problem per
 fault, naming the tool and what it did, and stop a hung tool with everything it started;
 the node checks under ``preflight.root`` (NC*) must not block on a FIFO; the node list
@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+import benchmarks.gpu_proof.node as kit_node
 import llmbench.preflight.node as workflow_node
-import llmbench.proof.node as kit_node
+from benchmarks.gpu_proof.__main__ import main as proof_main
 from llmbench.core.config import validate_and_expand
 from llmbench.core.preflight_settings import (
     CHECKED_NODES_FLOOR,
@@ -33,7 +34,6 @@ from llmbench.launch.launchers import LAUNCHERS
 from llmbench.launch.slurm import NODE_LIST_MAX_BYTES
 from llmbench.preflight.gate import nodes_table
 from llmbench.preflight.node import node_preflight
-from llmbench.proof.__main__ import main as proof_main
 from llmbench.report.preflight_nodes import nodes_page
 from tests.bad_inputs import fake_tools
 from tests.helpers import REPO, snakemake, tiny_config
@@ -64,7 +64,8 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def kit_node_step(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
-    """``python -m llmbench.proof node FOLDER`` in this process: (exit, node.json, last line)."""
+    """``python -m benchmarks.gpu_proof node FOLDER`` in this process: (exit, node.json,
+    last line)."""
     code = proof_main(["node", str(folder)])
     out = capsys.readouterr()
     assert "Traceback" not in out.err + out.out, out.err[-2000:]

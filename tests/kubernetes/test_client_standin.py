@@ -16,7 +16,8 @@ import yaml
 
 from llmbench.core.config import run_specs, validate_config
 from llmbench.core.runspec import RunSpec
-from llmbench.launch.kubernetes import render_manifest_yaml, submit_and_wait
+from llmbench.launch.kubernetes import render_manifest_yaml
+from llmbench.launch.kubernetes_watch import submit_and_wait
 from llmbench.parsers import parse_log
 from tests.kubernetes.standin_apiserver import StandInApiServer
 
@@ -96,7 +97,7 @@ def test_a_stopped_submit_script_deletes_its_workload(standin, tmp_path) -> None
     args = ["--manifest", "manifest.yaml", "--record", "platform.json"]
     args += ["--progress", "platform.log", "--poll-s=0.2"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llmbench.launch.kubernetes", *args], cwd=tmp_path, env=env
+        [sys.executable, "-m", "llmbench.launch.kubernetes_watch", *args], cwd=tmp_path, env=env
     )
     deadline = time.monotonic() + 60
     while not any(w.polls > 1 for w in standin.workloads.values()):

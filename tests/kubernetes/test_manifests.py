@@ -8,6 +8,8 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +148,24 @@ def test_schema_check_catches_a_misspelt_field() -> None:
 
 def test_launch_script_submits_the_manifest_and_names_no_machine_path() -> None:
     text = render_launch_script(spec_340b("trainjob"))
-    assert "llmbench.launch.kubernetes --manifest manifest.yaml" in text
+    assert "llmbench.launch.kubernetes_watch --manifest manifest.yaml" in text
     assert str(Path.cwd()) not in text and str(Path.home()) not in text
+
+
+def test_a_launch_sh_of_the_former_entry_fails_with_the_new_one(tmp_path: Path) -> None:
+    """A launch.sh written before the watcher had its own module fails saying where it
+    went, rather than exiting 0 with nothing submitted."""
+    args = ["--manifest", "manifest.yaml", "--record", "platform.json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "llmbench.launch.kubernetes", *args],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "llmbench: the submit-and-wait entry is python -m llmbench.launch.kubernetes_watch "
+        "(same options)"
+    ]
+    assert not list(tmp_path.iterdir())
 
 
 def test_bad_site_values_fail_before_submission() -> None:

@@ -87,7 +87,7 @@ def test_sweep_on_kubernetes(standin, tmp_path, monkeypatch, finished_sweep: Swe
     assert runs.loc[TWO, "workload_id"] == "default/tiny-llama-tiny-fp32-cpux2-perf-a2"
     attempt = workdir / "results/runs" / TWO / "attempt-2"
     assert yaml.safe_load((attempt / "manifest.yaml").read_text())["kind"] == "TrainJob"
-    assert "llmbench.launch.kubernetes" in (attempt / "launch.sh").read_text()
+    assert "llmbench.launch.kubernetes_watch" in (attempt / "launch.sh").read_text()
 
 
 def test_sweep_on_runai_never_writes_the_secret(

@@ -17,17 +17,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks.gpu_proof.environment import unmet_requirements
+from benchmarks.gpu_proof.framework import SIZES, framework_spec, run_framework
+from benchmarks.gpu_proof.node import TORCH_NCCL_CHECK, node_checks
+from benchmarks.gpu_proof.summary import build_summary, first_error, run_rows, step_results
+from benchmarks.gpu_proof.wheels import pin_problems, read_pins, wheel_problems
 from llmbench.core.devices import datasheet_peak
 from llmbench.core.limits import RunLimits
 from llmbench.core.runspec import RUN_ID_PATTERN
 from llmbench.launch.launchers import render_launch_script
 from llmbench.preflight.allreduce import measure_allreduce
 from llmbench.preflight.gpu import HEALTH_FIELDS
-from llmbench.proof.environment import unmet_requirements
-from llmbench.proof.framework import SIZES, framework_spec, run_framework
-from llmbench.proof.node import TORCH_NCCL_CHECK, node_checks
-from llmbench.proof.summary import build_summary, first_error, run_rows, step_results
-from llmbench.proof.wheels import pin_problems, read_pins, wheel_problems
 from llmbench.ranks.entrypoints.megatron_core import expected_parameters
 from tests.helpers import REPO, missing_prerequisite
 

@@ -63,10 +63,10 @@ def test_GP12_a_wheels_folder_that_does_not_exist_is_one_problem(tmp_path: Path)
     """The dry mode's wheels step, as run.sh runs it with GPU_PROOF_WHEELS=/nonexistent."""
     missing = tmp_path / "nonexistent"
     proc = subprocess.run(
-        [sys.executable, "-m", "llmbench.proof", "wheels", "--list",
+        [sys.executable, "-m", "benchmarks.gpu_proof", "wheels", "--list",
          str(REPO / "benchmarks/gpu_proof/wheels.txt"), "--pins",
          str(REPO / "envs/requirements.txt"), "--wheels", str(missing)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, cwd=REPO,
     )  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr == (

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu_proof.tables import TABLE_FILES
 from llmbench.aggregate.job import OUTPUTS, RESULT_OUTPUTS
-from llmbench.proof.tables import TABLE_FILES
-from tests.helpers import Sweep
+from tests.helpers import REPO, Sweep
 
 
 def test_the_kit_writes_every_output_of_the_aggregate_rule() -> None:
@@ -25,8 +25,8 @@ def test_the_kit_writes_every_output_of_the_aggregate_rule() -> None:
 
 def summary_step(out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "llmbench.proof", "summary", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "benchmarks.gpu_proof", "summary", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
     )  # fmt: skip
 
 

@@ -18,15 +18,9 @@ import pytest
 
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import run_specs, validate_config
-from llmbench.report.scaling_plots import (
-    END_LABEL,
-    TRACE_COLUMNS,
-    group_figures,
-    lay_out,
-    plot_files,
-    plot_group,
-    read_group,
-)
+from llmbench.report.figures import END_LABEL, lay_out
+from llmbench.report.group_tables import TRACE_COLUMNS, read_group
+from llmbench.report.scaling_plots import group_figures, plot_files, plot_group
 from tests.helpers import nemo_8b, sweep_tables, tiny_cpu, tiny_sweep
 
 # The figures the module documents, each written as SVG and PNG when it has data.
@@ -127,7 +121,7 @@ def test_the_step_trace_labels_each_run_with_its_dtype_and_scale(nemo) -> None:
 
 def test_a_group_of_many_runs_gets_a_band_per_configuration(tmp_path, monkeypatch) -> None:
     runs, steps = sweep_tables(nemo_8b(scales=SCALES), outcome=fp8_at_32_fails)
-    monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_MAX_RUNS", len(runs) - 1)
+    monkeypatch.setattr("llmbench.report.step_trace.TRACE_MAX_RUNS", len(runs) - 1)
     plot_group(runs, steps, "g", tmp_path)
     texts = svg_texts(tmp_path / "step_trace.svg")
     root = ET.parse(tmp_path / "step_trace.svg").getroot()
@@ -228,7 +222,7 @@ def test_no_runs_write_nothing(tmp_path) -> None:
 def test_many_points_make_the_svg_trace_an_image(tmp_path, monkeypatch) -> None:
     runs, steps = sweep_tables(nemo_8b(dtypes=("bf16",)))
     plot_group(runs, steps, "g", tmp_path / "vector")
-    monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_VECTOR_POINTS", len(steps) - 1)
+    monkeypatch.setattr("llmbench.report.step_trace.TRACE_VECTOR_POINTS", len(steps) - 1)
     plot_group(runs, steps, "g", tmp_path / "raster")
     image = f"{SVG}image"
     for kind, images in (("vector", 0), ("raster", 1)):
@@ -305,7 +299,7 @@ def fp32_bf16_trace(scales, bands: bool, monkeypatch) -> tuple[pd.DataFrame, plt
     run, or (``bands``) a band per configuration."""
     runs, steps = sweep_tables([tiny_sweep(tuple(scales), dtypes=("fp32", "bf16"))])
     if bands:
-        monkeypatch.setattr("llmbench.report.scaling_plots.TRACE_MAX_RUNS", len(runs) - 1)
+        monkeypatch.setattr("llmbench.report.step_trace.TRACE_MAX_RUNS", len(runs) - 1)
     trace = dict(group_figures(runs, steps, "tiny-llama_tiny_cpu_weak"))["step_trace"]
     lay_out(trace)
     return runs, trace

@@ -4,7 +4,7 @@
 half-broken or older results folder. Every file it opens goes through ``read_json`` or
 ``read_table``: a file that is not a regular file is refused without being opened (a
 FIFO would block), its size is bounded, JSON must be an object of the shape its writer
-gives it (a run record against ``schemas/run.schema.json`` where it names that version),
+gives it (a run record against ``core/schemas/run.schema.json`` where it names that version),
 and a table must hold the columns the evidence needs (when not, the message names the
 llmbench version ``tables/sweep.json`` says wrote the tables). What cannot be read is one
 line naming the file and why; the evidence that needed it says so in its ``checked``

@@ -1,6 +1,6 @@
 """The sweep's stable, machine-readable result: ``results/result.json`` (docs/results.md),
-checked against its versioned JSON Schema (``schemas/result.schema.json``), and the run
-record ``results/runs/<run>/run.json`` against ``schemas/run.schema.json``.
+checked against its versioned JSON Schema (``core/schemas/result.schema.json``), and the
+run record ``results/runs/<run>/run.json`` against ``core/schemas/run.schema.json``.
 
 Names: ``results/runs/<run>/summary.json`` is the parsed log of one run (an internal
 file of the train job) and ``run.json`` its attempt record; ``result.json`` is the one
@@ -61,7 +61,7 @@ TABLE_FILES = {"runs_table": "tables/runs.parquet", "runs_csv": "tables/runs.csv
 
 @cache
 def schema(name: str) -> dict[str, Any]:
-    """One of ``SCHEMAS`` (the package's copy; ``schemas/`` at the top level links it)."""
+    """One of ``SCHEMAS``, from the package (an installed llmbench has no checkout)."""
     text = resources.files("llmbench.core").joinpath(f"schemas/{SCHEMAS[name]}").read_text()
     return json.loads(text)
 

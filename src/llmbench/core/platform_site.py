@@ -68,6 +68,7 @@ class KubernetesSite:
     keep: bool = False
     poll_s: float = LAUNCHER_TRAITS["kubernetes"].poll_s
     context: str = ""
+    hf_home: str = ""  # the site's hf_home (``core.config``), on one of ``pvcs``
 
     block = "kubernetes"
 
@@ -98,6 +99,7 @@ class RunaiSite:
     keep: bool = False
     poll_s: float = LAUNCHER_TRAITS["runai"].poll_s
     context: str = ""
+    hf_home: str = ""  # the site's hf_home (``core.config``), on one of ``pvcs``
 
     block = "runai"
 

@@ -300,6 +300,23 @@ def check_platform_values(config: Mapping[str, Any], source: str) -> None:
                 parse_image(image)  # the grammar `images:` values are checked against
             except LaunchError as err:
                 raise ConfigError(f"{source}: {block}.image: {err}") from None
+    check_pods_hf_home(config, source)
+
+
+def check_pods_hf_home(config: Mapping[str, Any], source: str) -> None:
+    """A platform's pods see the site's ``hf_home`` only on one of their volumes."""
+    block, hf_home = launcher_traits(config["launcher"]).site_block, config.get("hf_home")
+    if not block or not hf_home:
+        return
+    mounts = [str(entry).split(":")[1] for entry in config[block].get("pvcs") or []]
+    cache = posixpath.normpath(hf_home)
+    if not any(posixpath.commonpath([cache, posixpath.normpath(m)]) == posixpath.normpath(m)
+               for m in mounts):  # fmt: skip
+        raise ConfigError(
+            f"{source}: hf_home: {hf_home!r} is on none of the {block} pods' volumes "
+            f"({', '.join(mounts) or f'no {block}.pvcs'}); allowed: a folder under a mount "
+            f"path of {block}.pvcs"
+        )
 
 
 def check_pvcs(entries: Sequence[str], block: str, source: str) -> None:

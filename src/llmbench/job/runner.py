@@ -44,7 +44,7 @@ ATTEMPT_PREFIX = "attempt-"
 RECORD_FILE = "run.json"
 LAUNCH_FILE = "launch.sh"
 RECORD_SCHEMA_VERSION = "1.0.0"
-"""The run record's schema (``schemas/run.schema.json``, docs/results.md)."""
+"""The run record's schema (``core/schemas/run.schema.json``, docs/results.md)."""
 JOB_FILE = "job.json"
 
 

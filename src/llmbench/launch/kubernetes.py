@@ -1,59 +1,43 @@
-"""The ``kubernetes`` launcher: one distributed PyTorch job per run attempt.
+"""The ``kubernetes`` launcher: one distributed PyTorch job per run attempt, rendered.
 
-Rendering (pure): ``render_manifest`` turns a ``RunSpec`` and the profile's site values
+``render_manifest`` (pure) turns a ``RunSpec`` and the profile's site values
 (``kubernetes:`` in the config) into a Kubeflow Trainer ``TrainJob``
 (trainer.kubeflow.org/v1alpha1) or, for clusters on the older operator, a ``PyTorchJob``
-(kubeflow.org/v1). The manifest is written into the attempt folder; ``launch.sh`` there runs
-``python -m llmbench.launch.kubernetes``, which submits it, waits for a terminal state,
-copies the rank-0 pod's log to its stdout (the attempt's ``train.log``) and writes
-``platform.json`` (workload id, state, llmbench failure reason).
-
-The API is reached with the official ``kubernetes`` Python client (not ``kubectl``): it
-reads the same kubeconfig, needs no binary on the submit host, and returns structured
-conditions and pod statuses that map onto llmbench's reasons without parsing text.
+(kubeflow.org/v1). The manifest is written into the attempt folder; ``launch.sh`` there
+(``render_submit_script``) runs ``python -m llmbench.launch.kubernetes_watch``, which
+submits it and waits (``launch.kubernetes_watch``). The pod's command and environment are
+the ones Run:ai's pods get too (``launch.pods``).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
-import os
-import signal
 import sys
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from llmbench.core.devices import device
-from llmbench.core.platform_site import APIS, KubernetesSite
+from llmbench.core.platform_site import KubernetesSite
 from llmbench.core.runspec import RunSpec
-from llmbench.core.yamlfile import load_yaml_text
 from llmbench.errors import LaunchError
-from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
+from llmbench.launch.pods import (
+    PLATFORM_FILE,
+    PROGRESS_FILE,
+    explicit_torchrun,
+    node_command,
+    pod_environment,
+    workload_name,
+)
 from llmbench.launch.shell import join
 
 MANIFEST_FILE = "manifest.yaml"
-PLATFORM_FILE = "platform.json"
-PROGRESS_FILE = "platform.log"
+WATCH_MODULE = "llmbench.launch.kubernetes_watch"
+"""What launch.sh runs: submit the manifest, wait, copy the rank-0 log."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RUN_LABEL = "llmbench.io/workload"
 """On the workload and its pods: the workload name, unique per run attempt."""
 CONTAINER = "node"
 """The trainer container: the name the Trainer's torch runtimes give it (patches match it)."""
-SPEC_ENV = "LLMBENCH_RUN_SPEC"
-"""The run spec travels in the manifest (this env value); the pod writes it to a file."""
-
-
-def workload_name(spec: RunSpec, attempt: int) -> str:
-    """A DNS-1035 label (<= 63 chars): lower case, '-' only; unique per run and attempt."""
-    base = spec.run_id.replace("_", "-").replace(".", "-")
-    suffix = f"-a{attempt}"
-    return (base[: 63 - len(suffix)].rstrip("-") + suffix).lower()
 
 
 def image_for(spec: RunSpec, site: KubernetesSite) -> str:
@@ -65,37 +49,6 @@ def image_for(spec: RunSpec, site: KubernetesSite) -> str:
             "image; allowed: a registry image with Python, torch and llmbench"
         )
     return image
-
-
-def node_command(spec: RunSpec, llmbench_src: str, launcher: str) -> list[str]:
-    """What each node's container runs: write the spec, then torchrun over the node's
-    ranks. ``launcher`` is the torchrun part, shell words already quoted: the Trainer
-    sets PET_* variables that torchrun reads; a PyTorchJob sets MASTER_ADDR, MASTER_PORT
-    and RANK (the pod index). Every value from the profile is quoted (``join``)."""
-    lines = [
-        "set -euo pipefail",
-        'cd "$(mktemp -d)"',
-        f'printf "%s" "${SPEC_ENV}" > {SPEC_FILE}',
-    ]
-    threads = omp_threads(spec)
-    if threads is not None:
-        lines.append(f"export OMP_NUM_THREADS={threads}")
-    if llmbench_src:
-        lines.append(f'export PYTHONPATH={join([llmbench_src])}"${{PYTHONPATH:+:$PYTHONPATH}}"')
-    lines.append(f"exec {launcher} {join(['-m', entry_module(spec), '--spec', SPEC_FILE])}")
-    script = "\n".join(lines)
-    return ["bash", "-c", script]
-
-
-def spec_json(spec: RunSpec) -> str:
-    return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
-
-
-def pod_environment(spec: RunSpec) -> list[dict[str, str]]:
-    """The container's environment: the run spec, then the reference's environment for
-    the ranks (the same list srun's ranks get, ``rank_environment``)."""
-    env = [(SPEC_ENV, spec_json(spec)), *rank_environment(spec)]
-    return [{"name": name, "value": value} for name, value in env]
 
 
 def _volumes(site: KubernetesSite) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -143,7 +96,7 @@ def _deadline_s(spec: RunSpec) -> int:
 def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = "python3 -m torch.distributed.run"  # reads PET_NNODES, PET_NODE_RANK, ...
     volumes, mounts = _volumes(site)
-    env = pod_environment(spec)
+    env = pod_environment(spec, site.hf_home)
     pod_spec = {
         **_pod_scheduling(site),
         "volumes": volumes,
@@ -192,15 +145,6 @@ def render_trainjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str,
     }
 
 
-def explicit_torchrun(spec: RunSpec) -> str:
-    """torchrun for a PyTorch operator's pods: MASTER_ADDR, MASTER_PORT and RANK (the pod
-    index) come from the operator."""
-    head = ["python3", "-m", "torch.distributed.run", f"--nnodes={spec.nodes}"]
-    head.append(f"--nproc-per-node={spec.gpus_per_node}")
-    node = ' --node-rank="$RANK" --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT"'
-    return join(head) + node
-
-
 def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[str, Any]:
     torchrun = explicit_torchrun(spec)
     volumes, mounts = _volumes(site)
@@ -211,7 +155,7 @@ def render_pytorchjob(spec: RunSpec, site: KubernetesSite, name: str) -> dict[st
             "name": "pytorch",  # the operator looks the training container up by this name
             "image": image_for(spec, site),
             "command": node_command(spec, site.llmbench_src, torchrun),
-            "env": pod_environment(spec),
+            "env": pod_environment(spec, site.hf_home),
             "resources": _resources(spec, site),
             "volumeMounts": mounts,
         }
@@ -283,7 +227,7 @@ def render_submit_script(header: list[str], site: KubernetesSite) -> str:
     """launch.sh: submit ``manifest.yaml``, wait, copy the rank-0 log to stdout."""
     args = [
         "-m",
-        "llmbench.launch.kubernetes",
+        WATCH_MODULE,
         "--manifest",
         MANIFEST_FILE,
         "--record",
@@ -306,226 +250,5 @@ def render_submit_script(header: list[str], site: KubernetesSite) -> str:
     return "\n".join(lines)
 
 
-# --- outcomes: pod and job conditions -> llmbench reasons ---------------------------------
-
-IMAGE_ERRORS = frozenset(
-    {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"}
-)
-INFRA_POD_REASONS = {"Evicted": "preempted", "Preempting": "preempted", "NodeLost": "node_failure"}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Where a workload stands: ``state`` pending | running | succeeded | failed, and for a
-    failure the llmbench reason (``attempts.INFRA_REASONS`` ones are retried)."""
-
-    state: str
-    reason: str = ""
-    detail: str = ""
-
-
-def job_verdict(obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Verdict:
-    """The state of a TrainJob or PyTorchJob from its conditions and its pods' statuses.
-
-    Pod facts win over the job's generic Failed: an evicted or OOM-killed pod names the
-    cause. A pod that cannot pull its image never ends by itself, so it is a failure at once.
-    """
-    for pod in pods:
-        status = pod.get("status") or {}
-        reason = status.get("reason") or ""
-        if status.get("phase") == "Failed" and reason in INFRA_POD_REASONS:
-            return Verdict("failed", INFRA_POD_REASONS[reason], status.get("message", reason))
-        for cs in status.get("containerStatuses") or []:
-            state = cs.get("state") or {}
-            waiting = (state.get("waiting") or {}).get("reason", "")
-            if waiting in IMAGE_ERRORS:
-                return Verdict("failed", "container_error", waiting)
-            terminated = state.get("terminated") or {}
-            if terminated.get("reason") == "OOMKilled":
-                return Verdict("failed", "host_oom", "OOMKilled")
-    conditions = {
-        c.get("type"): c
-        for c in (obj.get("status") or {}).get("conditions") or []
-        if c.get("status") == "True"
-    }
-    for kind in ("Failed",):
-        if kind in conditions:
-            cond = conditions[kind]
-            why = cond.get("reason", "")
-            if why == "DeadlineExceeded" or "deadline" in cond.get("message", "").lower():
-                return Verdict("failed", "time_limit", cond.get("message", why))
-            return Verdict("failed", "job_failed", cond.get("message", why))
-    if "Complete" in conditions or "Succeeded" in conditions:
-        return Verdict("succeeded")
-    if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
-        return Verdict("running")
-    return Verdict("pending")
-
-
-def rank0_pod(pods: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The pod of node 0: the Trainer's job completion index 0, or PyTorchJob's master."""
-
-    def key(pod: Mapping[str, Any]) -> tuple[int, str]:
-        meta = pod.get("metadata") or {}
-        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        index = annotations.get("batch.kubernetes.io/job-completion-index") or labels.get(
-            "batch.kubernetes.io/job-completion-index"
-        )
-        master = labels.get("training.kubeflow.org/replica-type", "").lower() == "master"
-        rank = 0 if master or index == "0" else 1
-        return rank, meta.get("name", "")
-
-    return min(pods, key=key) if pods else None
-
-
-# --- submit and wait (the real API, through the kubernetes client) ------------------------
-
-
-def pod_log(core: Any, name: str, namespace: str, **options: Any) -> str:
-    """A pod's whole log as text: the raw response body, decoded here (the client's own
-    deserialisation of a log turns bytes into their repr on some versions)."""
-    response = core.read_namespaced_pod_log(name, namespace, _preload_content=False, **options)
-    return response.data.decode("utf-8", "replace")
-
-
-class _Watcher:
-    def __init__(self, manifest: dict[str, Any], context: str | None) -> None:
-        # the kubernetes client loads slowly: only the submitting job needs it
-        from kubernetes import client, config
-
-        settings = client.Configuration()  # not the process-wide default: one per watcher
-        # KUBECONFIG read now: the client reads it once, at import
-        config.load_kube_config(
-            config_file=os.environ.get("KUBECONFIG"),
-            context=context or None,
-            client_configuration=settings,
-        )
-        self.api = client.ApiClient(settings)
-        self.custom = client.CustomObjectsApi(self.api)
-        self.core = client.CoreV1Api(self.api)
-        self.manifest = manifest
-        meta = manifest["metadata"]
-        self.name, self.namespace = meta["name"], meta["namespace"]
-        group, version = manifest["apiVersion"].split("/")
-        plural = {k[3]: k[2] for k in APIS.values()}[manifest["kind"]]
-        self.target = (group, version, self.namespace, plural)
-        self.selector = f"{RUN_LABEL}={meta['labels'][RUN_LABEL]}"
-        self.log_chars = 0
-
-    def submit(self) -> None:
-        self.custom.create_namespaced_custom_object(*self.target, self.manifest)
-
-    def get(self) -> dict[str, Any]:
-        return self.custom.get_namespaced_custom_object(*self.target, self.name)
-
-    def pods(self) -> list[dict[str, Any]]:
-        listed = self.core.list_namespaced_pod(self.namespace, label_selector=self.selector)
-        return [self.api.sanitize_for_serialization(p) for p in listed.items]
-
-    def copy_log(self, pod: Mapping[str, Any] | None) -> None:
-        """Append what the rank-0 pod logged since the last call to stdout."""
-        if pod is None:
-            return
-        # the kubernetes client loads slowly: only the submitting job needs it
-        from kubernetes.client.rest import ApiException
-
-        try:
-            text = pod_log(
-                self.core, pod["metadata"]["name"], self.namespace, container=_container_name(pod)
-            )
-        except ApiException:
-            return  # not started yet, or gone
-        if len(text) > self.log_chars:
-            sys.stdout.write(text[self.log_chars :])
-            sys.stdout.flush()
-            self.log_chars = len(text)
-
-    def delete(self) -> None:
-        # the kubernetes client loads slowly: only the submitting job needs it
-        from kubernetes.client.rest import ApiException
-
-        with contextlib.suppress(ApiException):  # already gone
-            self.custom.delete_namespaced_custom_object(*self.target, self.name)
-
-
-def _container_name(pod: Mapping[str, Any]) -> str:
-    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-    return "pytorch" if "pytorch" in names else (names[0] if names else CONTAINER)
-
-
-def submit_and_wait(
-    manifest: dict[str, Any],
-    record: Path,
-    progress: Path,
-    poll_s: float,
-    keep: bool = False,
-    context: str | None = None,
-) -> int:
-    """Submit, wait with back-off polling, copy the rank-0 log; 0 when it succeeded."""
-    watcher = _Watcher(manifest, context)
-    workload_id = f"{watcher.namespace}/{watcher.name}"
-    with open(progress, "a") as out:
-
-        def note(text: str) -> None:
-            out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}\n")
-            out.flush()
-
-        def stop(signum: int, _frame: object) -> None:
-            note(f"signal {signum}: deleting {workload_id}")
-            watcher.delete()
-            raise SystemExit(128 + signum)
-
-        signal.signal(signal.SIGTERM, stop)
-        watcher.submit()
-        note(f"submitted {manifest['kind']} {workload_id}")
-        write_record(record, {"workload_id": workload_id, "state": "submitted"})
-        delay, state = min(2.0, poll_s), ""
-        while True:
-            verdict = job_verdict(watcher.get(), pods := watcher.pods())
-            if verdict.state != state:
-                note(f"state {verdict.state} {verdict.reason} {verdict.detail}".rstrip())
-                state, delay = verdict.state, min(2.0, poll_s)
-            if verdict.state in ("running", "succeeded", "failed"):
-                watcher.copy_log(rank0_pod(pods))
-            if verdict.state in ("succeeded", "failed"):
-                break
-            time.sleep(delay)
-            delay = min(delay * 1.5, poll_s)  # back off while nothing changes
-        write_record(
-            record,
-            {
-                "workload_id": workload_id,
-                "state": verdict.state,
-                "failure_reason": verdict.reason,
-                "detail": verdict.detail,
-            },
-        )
-        if not keep:
-            watcher.delete()
-            note(f"deleted {workload_id}")
-    return 0 if verdict.state == "succeeded" else 1
-
-
-def write_record(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmbench.launch.kubernetes")
-    parser.add_argument("--manifest", type=Path, required=True)
-    parser.add_argument("--record", type=Path, required=True)
-    parser.add_argument("--progress", type=Path, required=True)
-    parser.add_argument("--poll-s", type=float, default=10.0)
-    parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--context", default="")
-    args = parser.parse_args(argv)
-    manifest = load_yaml_text(args.manifest.read_text(), str(args.manifest))
-    return submit_and_wait(
-        manifest, args.record, args.progress, args.poll_s, args.keep, args.context
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a launch.sh written before the watcher had its own module
+    sys.exit(f"llmbench: the submit-and-wait entry is python -m {WATCH_MODULE} (same options)")

@@ -35,7 +35,7 @@ from llmbench.core.devices import device
 from llmbench.core.platform_site import DEFAULT_SECRET_ENV, RunaiSite
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
-from llmbench.launch.kubernetes import (
+from llmbench.launch.pods import (
     PLATFORM_FILE,
     PROGRESS_FILE,
     explicit_torchrun,
@@ -99,7 +99,7 @@ def render_payload(spec: RunSpec, site: RunaiSite, attempt: int) -> dict[str, An
                     for p in site.pvcs
                 ]
             },
-            "environmentVariables": pod_environment(spec),
+            "environmentVariables": pod_environment(spec, site.hf_home),
         },
     }
 

@@ -4,12 +4,29 @@ Window statistics use ``llmbench.core.metrics.mean_std`` (population std, ddof=0
 recipes' parse scripts do. The window is applied to iterations as the framework numbers
 them (see ``ITERATION_BASE`` and docs/log-formats.md), at the log's cadence
 (``llmbench.parsers.window``).
+
+``measure`` takes the cadence, the window and its step times; ``STATUS_RULES`` then judge
+a log with step lines, the first that holds deciding (docs/log-formats.md):
+1. ``malformed_number``: a value in the window, or a loss or grad norm anywhere, is not a
+   number as logged: ``invalid``.
+2. ``nan_loss``: a logged loss is NaN or infinite: ``invalid``.
+3. ``nan_grad_norm``: a grad norm is NaN or infinite, or iterations were skipped: ``invalid``.
+4. ``bad_step_time``: a window step time outside ``MIN_STEP_TIME_S``..``MAX_STEP_TIME_S``:
+   ``invalid``.
+5. ``launcher_failed``: the launcher said FAILED: ``failed``, even with every iteration.
+6. ``complete``: the whole window and the final iteration were logged: ``success``.
+7. ``failed_before_finish``: the log names a failure and the launcher did not say
+   SUCCEEDED: ``failed``.
+8. ``window_too_sparse``: the cadence leaves fewer than two points in the window.
+9. ``window_incomplete``: points of the window are missing.
+10. ``final_iteration_missing``: otherwise (8 to 10 are ``incomplete``).
+A log without step lines is ``failed`` when it names a failure, else ``no_data``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
@@ -117,11 +134,33 @@ def summarize(
     expected_steps: int | None = None,
     peak_tflops: float | None = None,
 ) -> LogSummary:
-    """Window mean/std, last step, cadence, flags, and the status rules of
-    docs/log-formats.md. ``peak_tflops`` is the device's datasheet peak when known (logged
-    TFLOPS above it are flagged); by default the highest peak in the catalog."""
+    """Window mean/std, last step, cadence, flags (``measure``), then the verdict of the
+    first of ``STATUS_RULES`` that holds (docs/log-formats.md). ``peak_tflops`` is the
+    device's datasheet peak when known (logged TFLOPS above it are flagged); by default the
+    highest peak in the catalog."""
     if not isinstance(window, Window):
         window = Window(*window)
+    summary = _facts_summary(facts, window, expected_steps)
+    failure, failure_detail = facts.failure
+    if not facts.rows:
+        if failure is not Reason.NONE:
+            _judge(summary, Verdict(Status.FAILED, failure, failure_detail))
+        else:
+            _judge(summary, Verdict(Status.NO_DATA, Reason.NO_STEP_LINES, ""))
+        return summary
+    stats = measure(facts, window, summary.last_iteration_expected)
+    _fill_statistics(summary, facts, stats)
+    _flag_tflops(summary, _column(facts.rows, stats.iterations, "tflops_per_gpu"), peak_tflops)
+    if facts.malformed:
+        summary.extra["malformed_values"] = sum(len(v) for v in facts.malformed.values())
+    _judge(summary, first_verdict(facts, stats))
+    if summary.status != Status.SUCCESS.value and facts.restarts:
+        summary.detail += f"; {_restart_story(facts)}"
+    return summary
+
+
+def _facts_summary(facts: RunFacts, window: Window, expected_steps: int | None) -> LogSummary:
+    """The summary of what the log says before any step is measured."""
     base = ITERATION_BASE[facts.framework]
     last_expected = facts.last_iteration_logged
     if expected_steps is not None:
@@ -142,97 +181,193 @@ def summarize(
         summary.extra["failures_before_restart"] = [
             f"{reason.value}: {detail}" for reason, detail in facts.earlier_failures
         ]
-    failure, failure_detail = facts.failure
-    rows = facts.rows
-    if not rows:
-        if failure is not Reason.NONE:
-            _judge(summary, Status.FAILED, failure, failure_detail)
-        else:
-            _judge(summary, Status.NO_DATA, Reason.NO_STEP_LINES, "")
-        return summary
-
-    iterations = sorted(rows)
-    interval, phase = _cadence(facts, iterations, summary)
-    chosen = select(window, iterations, interval, phase, facts.framework is Framework.MAXTEXT)
-    summary.log_interval = interval
-    summary.window = chosen.span
-    summary.n_iterations = len(iterations)
-    summary.max_iteration = iterations[-1]
-    summary.window_iterations = len(chosen.iterations)
-    window_times = _column(rows, chosen.iterations, "step_time_s")
-    summary.step_time_mean_s, summary.step_time_std_s = mean_std(
-        v for v in window_times if not math.isnan(v)
-    )
-    summary.step_time_last_s = rows[iterations[-1]].get("step_time_s", math.nan)
-    summary.tflops_per_gpu_mean, summary.tflops_per_gpu_std = mean_std(
-        v for v in _column(rows, chosen.iterations, "tflops_per_gpu") if not math.isnan(v)
-    )
-    _flag_tflops(summary, _column(rows, iterations, "tflops_per_gpu"), peak_tflops)
-
-    counted = f"{len(iterations)} iterations, last {iterations[-1]}"
-    nan_iterations = _column(rows, iterations, "nan_iterations")
-    bad_time = next(
-        (
-            (i, t)
-            for i, t in zip(chosen.iterations, window_times, strict=True)
-            if not MIN_STEP_TIME_S <= t <= MAX_STEP_TIME_S
-        ),
-        None,
-    )
-    malformed = _first_malformed(facts.malformed, chosen.iterations)
-    final_reached = last_expected < 0 or summary.max_iteration >= last_at_cadence(
-        last_expected, interval, phase
-    )
-    complete = chosen.complete and not chosen.sparse and final_reached
-    if facts.malformed:
-        summary.extra["malformed_values"] = sum(len(v) for v in facts.malformed.values())
-    if malformed is not None:
-        iteration, text = malformed
-        detail = f"iteration {iteration}: '{text}' is not a number: the field goes on after it"
-        _judge(summary, Status.INVALID, Reason.MALFORMED_NUMBER, detail)
-    elif _has_nonfinite(rows, iterations, "loss"):
-        _judge(summary, Status.INVALID, Reason.NAN_LOSS, counted)
-    elif _has_nonfinite(rows, iterations, "grad_norm") or any(v > 0 for v in nan_iterations):
-        _judge(summary, Status.INVALID, Reason.NAN_GRAD_NORM, counted)
-    elif bad_time is not None:
-        detail = f"iteration {bad_time[0]}: step time {bad_time[1]!r} s in the window"
-        if 0 < bad_time[1] < MIN_STEP_TIME_S:
-            detail += f", below the floor of {MIN_STEP_TIME_S} s"
-        _judge(summary, Status.INVALID, Reason.BAD_STEP_TIME, detail)
-    elif facts.job_outcome == "FAILED":
-        # the launcher's last word decides, even when every iteration was logged
-        reason = failure if failure is not Reason.NONE else Reason.JOB_FAILED
-        _judge(summary, Status.FAILED, reason, failure_detail)
-        summary.extra["progress"] = counted
-    elif complete:
-        restarted = Reason.RESTARTED if facts.restarts else Reason.NONE
-        _judge(summary, Status.SUCCESS, restarted, _restart_story(facts))
-        if failure is not Reason.NONE:
-            summary.extra["failure_after_finish"] = failure.value
-    elif failure is not Reason.NONE and facts.job_outcome != "SUCCEEDED":
-        _judge(summary, Status.FAILED, failure, failure_detail)
-        summary.extra["progress"] = counted
-    elif chosen.sparse:
-        _judge(summary, Status.INCOMPLETE, Reason.WINDOW_TOO_SPARSE, _sparse_story(chosen))
-    elif not chosen.complete:
-        detail = f"{counted}; {chosen.present} of {chosen.expected} window points logged"
-        _judge(summary, Status.INCOMPLETE, Reason.WINDOW_INCOMPLETE, detail)
-    else:
-        _judge(summary, Status.INCOMPLETE, Reason.FINAL_ITERATION_MISSING, counted)
-    if summary.status != Status.SUCCESS.value and facts.restarts:
-        summary.detail += f"; {_restart_story(facts)}"
     return summary
 
 
-def _cadence(facts: RunFacts, iterations: list[int], summary: LogSummary) -> tuple[int, int]:
-    """The log interval and its phase: from the logged iterations, or from the printed
-    configuration when they cannot tell (``summary.extra`` then quotes it)."""
+# --- measurement ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """What a log with step lines measured: its cadence, the window chosen at it, and
+    whether its final iteration was logged. The status rules read this, never the
+    cadence again."""
+
+    iterations: list[int]  # every logged iteration, sorted
+    interval: int
+    phase: int
+    chosen: Selection
+    window_times_s: list[float]  # the step times of ``chosen.iterations``, as logged
+    final_reached: bool
+    interval_from: str = ""  # the printed configuration's interval, when it decided
+
+    @property
+    def counted(self) -> str:
+        return f"{len(self.iterations)} iterations, last {self.iterations[-1]}"
+
+    @property
+    def complete(self) -> bool:
+        return self.chosen.complete and not self.chosen.sparse and self.final_reached
+
+
+def measure(facts: RunFacts, window: Window, last_expected: int) -> WindowStats:
+    """The cadence of ``facts.rows`` (not empty): from the logged iterations, or from the
+    printed configuration when they cannot tell; the window at it and its step times."""
+    iterations = sorted(facts.rows)
     interval = log_interval(iterations)
     printed = facts.printed_interval
+    interval_from = ""
     if printed is not None and printed_interval_fits(iterations, printed.value):
-        interval = printed.value
-        summary.extra["log_interval_from"] = str(printed)
-    return interval, cadence_phase(iterations, interval)
+        interval, interval_from = printed.value, str(printed)
+    phase = cadence_phase(iterations, interval)
+    chosen = select(window, iterations, interval, phase, facts.framework is Framework.MAXTEXT)
+    final_reached = last_expected < 0 or iterations[-1] >= last_at_cadence(
+        last_expected, interval, phase
+    )
+    return WindowStats(
+        iterations=iterations,
+        interval=interval,
+        phase=phase,
+        chosen=chosen,
+        window_times_s=_column(facts.rows, chosen.iterations, "step_time_s"),
+        final_reached=final_reached,
+        interval_from=interval_from,
+    )
+
+
+def _fill_statistics(summary: LogSummary, facts: RunFacts, stats: WindowStats) -> None:
+    rows, chosen = facts.rows, stats.chosen
+    if stats.interval_from:
+        summary.extra["log_interval_from"] = stats.interval_from
+    summary.log_interval = stats.interval
+    summary.window = chosen.span
+    summary.n_iterations = len(stats.iterations)
+    summary.max_iteration = stats.iterations[-1]
+    summary.window_iterations = len(chosen.iterations)
+    summary.step_time_mean_s, summary.step_time_std_s = mean_std(
+        v for v in stats.window_times_s if not math.isnan(v)
+    )
+    summary.step_time_last_s = rows[stats.iterations[-1]].get("step_time_s", math.nan)
+    summary.tflops_per_gpu_mean, summary.tflops_per_gpu_std = mean_std(
+        v for v in _column(rows, chosen.iterations, "tflops_per_gpu") if not math.isnan(v)
+    )
+
+
+# --- the status rules -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A status rule's judgement: status, reason, detail, and what it adds to ``extra``."""
+
+    status: Status
+    reason: Reason
+    detail: str
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+StatusRule = Callable[[RunFacts, WindowStats], "Verdict | None"]
+
+
+def _malformed_number(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    malformed = _first_malformed(facts.malformed, stats.chosen.iterations)
+    if malformed is None:
+        return None
+    iteration, text = malformed
+    detail = f"iteration {iteration}: '{text}' is not a number: the field goes on after it"
+    return Verdict(Status.INVALID, Reason.MALFORMED_NUMBER, detail)
+
+
+def _nan_loss(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    if not _has_nonfinite(facts.rows, stats.iterations, "loss"):
+        return None
+    return Verdict(Status.INVALID, Reason.NAN_LOSS, stats.counted)
+
+
+def _nan_grad_norm(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    skipped = _column(facts.rows, stats.iterations, "nan_iterations")
+    nonfinite = _has_nonfinite(facts.rows, stats.iterations, "grad_norm")
+    if not nonfinite and not any(v > 0 for v in skipped):
+        return None
+    return Verdict(Status.INVALID, Reason.NAN_GRAD_NORM, stats.counted)
+
+
+def _bad_step_time(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    pairs = zip(stats.chosen.iterations, stats.window_times_s, strict=True)
+    bad = next(((i, t) for i, t in pairs if not MIN_STEP_TIME_S <= t <= MAX_STEP_TIME_S), None)
+    if bad is None:
+        return None
+    detail = f"iteration {bad[0]}: step time {bad[1]!r} s in the window"
+    if 0 < bad[1] < MIN_STEP_TIME_S:
+        detail += f", below the floor of {MIN_STEP_TIME_S} s"
+    return Verdict(Status.INVALID, Reason.BAD_STEP_TIME, detail)
+
+
+def _launcher_failed(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    """The launcher's last word decides, even when every iteration was logged."""
+    if facts.job_outcome != "FAILED":
+        return None
+    failure, detail = facts.failure
+    reason = failure if failure is not Reason.NONE else Reason.JOB_FAILED
+    return Verdict(Status.FAILED, reason, detail, {"progress": stats.counted})
+
+
+def _complete(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    if not stats.complete:
+        return None
+    restarted = Reason.RESTARTED if facts.restarts else Reason.NONE
+    failure = facts.failure[0]
+    extra = {"failure_after_finish": failure.value} if failure is not Reason.NONE else {}
+    return Verdict(Status.SUCCESS, restarted, _restart_story(facts), extra)
+
+
+def _failed_before_finish(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    failure, detail = facts.failure
+    if failure is Reason.NONE or facts.job_outcome == "SUCCEEDED":
+        return None
+    return Verdict(Status.FAILED, failure, detail, {"progress": stats.counted})
+
+
+def _window_too_sparse(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    if not stats.chosen.sparse:
+        return None
+    return Verdict(Status.INCOMPLETE, Reason.WINDOW_TOO_SPARSE, _sparse_story(stats.chosen))
+
+
+def _window_incomplete(facts: RunFacts, stats: WindowStats) -> Verdict | None:
+    chosen = stats.chosen
+    if chosen.complete:
+        return None
+    detail = f"{stats.counted}; {chosen.present} of {chosen.expected} window points logged"
+    return Verdict(Status.INCOMPLETE, Reason.WINDOW_INCOMPLETE, detail)
+
+
+def _final_iteration_missing(facts: RunFacts, stats: WindowStats) -> Verdict:
+    return Verdict(Status.INCOMPLETE, Reason.FINAL_ITERATION_MISSING, stats.counted)
+
+
+STATUS_RULES: tuple[tuple[str, StatusRule], ...] = (
+    ("malformed_number", _malformed_number),
+    ("nan_loss", _nan_loss),
+    ("nan_grad_norm", _nan_grad_norm),
+    ("bad_step_time", _bad_step_time),
+    ("launcher_failed", _launcher_failed),
+    ("complete", _complete),
+    ("failed_before_finish", _failed_before_finish),
+    ("window_too_sparse", _window_too_sparse),
+    ("window_incomplete", _window_incomplete),
+    ("final_iteration_missing", _final_iteration_missing),
+)
+"""A log with step lines gets the verdict of the first rule that holds, in this order (the
+module docstring says each); the last always holds."""
+
+
+def first_verdict(facts: RunFacts, stats: WindowStats) -> Verdict:
+    for _name, rule in STATUS_RULES:
+        verdict = rule(facts, stats)
+        if verdict is not None:
+            return verdict
+    raise AssertionError("the last status rule always holds")
 
 
 def _flag_tflops(summary: LogSummary, tflops: list[float], peak: float | None) -> None:
@@ -300,5 +435,7 @@ def no_data_summary(reason: Reason, detail: str) -> LogSummary:
     return LogSummary(Framework.UNKNOWN.value, Status.NO_DATA.value, reason.value, detail)
 
 
-def _judge(summary: LogSummary, status: Status, reason: Reason, detail: str) -> None:
-    summary.status, summary.reason, summary.detail = status.value, reason.value, detail
+def _judge(summary: LogSummary, verdict: Verdict) -> None:
+    summary.status, summary.reason = verdict.status.value, verdict.reason.value
+    summary.detail = verdict.detail
+    summary.extra.update(verdict.extra)

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from llmbench.report.scaling_plots import SAME_BYTES, figure_metadata
+from llmbench.report.figures import SAME_BYTES, figure_metadata
 
 
 def run_series(samples: pd.DataFrame) -> tuple[pd.Series, str]:

@@ -211,9 +211,15 @@ def _image(config: Mapping[str, Any], workload: str, document: str, gpu_type: st
 
 
 def _site_block(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The launcher's own site values (``kubernetes:``, ``runai:``; none for the others)."""
+    """The launcher's own site values (``kubernetes:``, ``runai:``; none for the others),
+    with the site's ``hf_home`` for the pods' HF_HOME (``launch.pods.pod_environment``)."""
     block = launcher_traits(config["launcher"]).site_block
-    return dict(config.get(block) or {}) if block else {}
+    if not block:
+        return {}
+    values = dict(config.get(block) or {})
+    if config.get("hf_home"):
+        values["hf_home"] = config["hf_home"]
+    return values
 
 
 def _limits(

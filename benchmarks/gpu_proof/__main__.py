@@ -1,4 +1,4 @@
-"""``python -m llmbench.proof <step> ...``: one step of the GPU proof kit
+"""``python -m benchmarks.gpu_proof <step> ...``: one step of the GPU proof kit
 (benchmarks/gpu_proof/run.sh runs them in order, each under its own time limit).
 
 Exit codes: 0 done, 1 the step ran and found a problem, 2 bad arguments."""
@@ -11,15 +11,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.gpu_proof.environment import environment
+from benchmarks.gpu_proof.framework import SIZES, run_framework
+from benchmarks.gpu_proof.node import node_checks
+from benchmarks.gpu_proof.summary import write_summary
+from benchmarks.gpu_proof.tables import combined_tables
+from benchmarks.gpu_proof.wheels import pin_problems, wheel_problems
 from llmbench.core.devices import embedded_kinds
 from llmbench.core.limits import RunLimits
 from llmbench.files.atomic import write_json_atomic
-from llmbench.proof.environment import environment
-from llmbench.proof.framework import SIZES, run_framework
-from llmbench.proof.node import node_checks
-from llmbench.proof.summary import write_summary
-from llmbench.proof.tables import combined_tables
-from llmbench.proof.wheels import pin_problems, wheel_problems
 from llmbench.text import counted
 
 DTYPES = ("fp32", "bf16")
@@ -71,7 +71,7 @@ def _framework(args: argparse.Namespace) -> int:
     first, last = args.window
     if not 0 <= first <= last < args.steps:
         print(
-            f"llmbench.proof framework: error: --window {first} {last}: allowed: "
+            f"benchmarks.gpu_proof framework: error: --window {first} {last}: allowed: "
             f"0 <= first <= last < --steps ({args.steps})",
             file=sys.stderr,
         )
@@ -95,7 +95,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m llmbench.proof", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_proof", description=__doc__)
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("wheels", help="check the wheel list's pins (and a wheels folder)")
     p.add_argument("--list", type=Path, required=True, help="benchmarks/gpu_proof/wheels.txt")

@@ -20,11 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from benchmarks.gpu_proof.framework import FRAMEWORK_FILE, last_line
+from benchmarks.gpu_proof.node import NODE_FILE
+from benchmarks.gpu_proof.tables import FRAMEWORK_RESULTS, TABLES, WORKFLOW_RESULTS
 from llmbench.core.devices import datasheet_peak, device
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
-from llmbench.proof.framework import FRAMEWORK_FILE, last_line
-from llmbench.proof.node import NODE_FILE
-from llmbench.proof.tables import FRAMEWORK_RESULTS, TABLES, WORKFLOW_RESULTS
 
 STEPS_DIR = "steps"
 SUMMARY_JSON = "summary.json"

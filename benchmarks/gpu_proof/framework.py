@@ -2,7 +2,7 @@
 (``llmbench.ranks.entrypoints.megatron_core``), run like every other run: its own run folder
 with attempts, ``launch.sh``, the supervisor's limits, telemetry beside it and the same
 parsed outputs (``run.json``, ``summary.json``, ``steps.parquet``, ``energy.json``), so
-its rows join the embedded runs' in the same tables (``llmbench.proof.tables``).
+its rows join the embedded runs' in the same tables (``benchmarks.gpu_proof.tables``).
 
 On the CPU (``gpu_type: cpu``) the entry point first checks what the framework can do
 there: build the model, and try one training step. Where that step fails (Megatron-Core
