@@ -30,15 +30,15 @@ from typing import Any
 import yaml
 
 from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.run_folder import MANIFEST as MANIFEST_FILE
+from llmbench.core.run_folder import PLATFORM as PLATFORM_FILE
+from llmbench.core.run_folder import PLATFORM_LOG as PROGRESS_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.core.yamlfile import load_yaml_text
 from llmbench.errors import LaunchError
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
 
-MANIFEST_FILE = "manifest.yaml"
-PLATFORM_FILE = "platform.json"
-PROGRESS_FILE = "platform.log"
 APIS = {
     "trainjob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"),
     "pytorchjob": ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),

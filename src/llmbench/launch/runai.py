@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.core.launchers import LAUNCHER_TRAITS
+from llmbench.core.run_folder import PAYLOAD as PAYLOAD_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.core.value_checks import DEFAULT_SECRET_ENV
 from llmbench.errors import LaunchError
@@ -50,7 +51,6 @@ from llmbench.launch.kubernetes import (
 )
 from llmbench.launch.shell import join
 
-PAYLOAD_FILE = "payload.json"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})
 DONE_PHASES = frozenset({"Completed", "Succeeded"})
 REASON_WORDS = (
