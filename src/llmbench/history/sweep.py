@@ -30,11 +30,10 @@ import secrets
 from collections.abc import Mapping
 from datetime import date, datetime, timezone
 from importlib import metadata
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from llmbench import __version__
-from llmbench.core.results_layout import SWEEP as SWEEP_TABLE
 from llmbench.core.stage import IMAGES_DIR, VENV_DIR, VENV_MARKER
 from llmbench.errors import ConfigError
 from llmbench.files.regular_file import read_regular, why_unreadable
@@ -44,8 +43,6 @@ from llmbench.launch import slurm
 SCHEMA_VERSION = 1
 """Version of the history's tables; raised when a column changes meaning or is renamed
 (added columns need no new version: readers unify tables by column name)."""
-SWEEP_FILE = PurePosixPath(SWEEP_TABLE).name
-"""The sweep's stamp, in its tables folder."""
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SWEEP_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
