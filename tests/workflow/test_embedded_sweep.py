@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -170,3 +172,17 @@ def test_too_few_steps_is_refused(tmp_path) -> None:
 import yaml  # noqa: E402
 
 REPO_CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def test_the_file_tree_is_the_layouts(finished_sweep: Sweep) -> None:
+    """The paths the workflow leaves, as they were before the layout modules named them
+    (tests/fixtures/embedded_sweep_tree.txt, a listing of such a sweep); a samples file is
+    named after its node. Reports other tests write into the shared sweep are left out."""
+    expected = set((REPO / "tests/fixtures/embedded_sweep_tree.txt").read_text().splitlines())
+    found = {
+        re.sub(r"/telemetry-[^/]+\.(csv|json)$", r"/telemetry-<node>.\1", str(path))
+        for path in finished_sweep.results.rglob("*")
+        if not path.name.startswith("report")
+    }
+    found = {str(Path(p).relative_to(finished_sweep.workdir)) for p in found}
+    assert found | {"results"} == expected

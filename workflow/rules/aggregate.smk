@@ -9,14 +9,14 @@ rule aggregate:
     # update(): Snakemake keeps the sweep's previous tables while the job runs, and puts
     # them back when it fails (a refused result.json leaves them as they were)
     output:
-        sweep=update("results/tables/sweep.json"),
-        runs=update("results/tables/runs.parquet"),
-        runs_csv=update("results/tables/runs.csv"),
-        steps=update("results/tables/steps.parquet"),
-        scaling_md=update("results/tables/scaling.md"),
+        sweep=update(SWEEP.paths.sweep),
+        runs=update(SWEEP.paths.runs_table),
+        runs_csv=update(SWEEP.paths.runs_csv),
+        steps=update(SWEEP.paths.steps_table),
+        scaling_md=update(SWEEP.paths.scaling_md),
         overview_html=update(
             report(
-                "results/tables/overview.html",
+                SWEEP.paths.page("overview"),
                 caption="../report/overview.rst",
                 category="Overview",
                 labels=SWEEP.table_labels("overview"),
@@ -24,7 +24,7 @@ rule aggregate:
         ),
         runs_html=update(
             report(
-                "results/tables/runs.html",
+                SWEEP.paths.page("runs"),
                 caption="../report/runs.rst",
                 category="Runs",
                 labels=SWEEP.table_labels("all runs"),
@@ -32,7 +32,7 @@ rule aggregate:
         ),
         scaling_html=update(
             report(
-                "results/tables/scaling.html",
+                SWEEP.paths.page("scaling"),
                 caption="../report/scaling_tables.rst",
                 category="Scaling",
                 subcategory="tables",
@@ -41,7 +41,7 @@ rule aggregate:
         ),
         references_html=update(
             report(
-                "results/tables/references.html",
+                SWEEP.paths.page("references"),
                 caption="../report/references.rst",
                 category="References",
                 labels=SWEEP.table_labels("measured vs reference"),
@@ -49,7 +49,7 @@ rule aggregate:
         ),
         failures_html=update(
             report(
-                "results/tables/failures.html",
+                SWEEP.paths.page("failures"),
                 caption="../report/failures.rst",
                 category="Failures",
                 labels=SWEEP.table_labels("failed runs"),
@@ -57,7 +57,7 @@ rule aggregate:
         ),
         profiles_html=update(
             report(
-                "results/tables/profiles.html",
+                SWEEP.paths.page("profiles"),
                 caption="../report/profiles.rst",
                 category="Profiles",
                 labels=SWEEP.table_labels("profiling runs"),
@@ -65,16 +65,16 @@ rule aggregate:
         ),
         why_slower_html=update(
             report(
-                "results/tables/why_slower.html",
+                SWEEP.paths.page("why_slower"),
                 caption="../report/why_slower.rst",
                 category="Why slower",
                 labels=SWEEP.table_labels("why slower"),
             )
         ),
         # the sweep's stable machine-readable result (docs/results.md)
-        result=update("results/result.json"),
+        result=update(SWEEP.paths.result),
     log:
-        "results/logs/aggregate.log",
+        SWEEP.paths.log("aggregate"),
     conda:
         "../../envs/llmbench.yaml"
     # the steps table and its Parquet are built on a second thread (llmbench.aggregate.job)

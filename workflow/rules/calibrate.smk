@@ -1,8 +1,8 @@
 rule calibrate_cpu_peak:
     output:
-        peak="results/calibration/cpu_peak.json",
+        peak=SWEEP.paths.cpu_peak,
     log:
-        "results/logs/calibrate_cpu_peak.log",
+        SWEEP.paths.log("calibrate_cpu_peak"),
     # a node lost under the job (Slurm's NODE_FAIL) is the node's failure, not the
     # measurement's: the job runs again elsewhere, as a train job's infrastructure retry
     retries: 2

@@ -1,12 +1,12 @@
 rule history_add:
     input:
-        sweep="results/tables/sweep.json",
-        runs="results/tables/runs.parquet",
-        steps="results/tables/steps.parquet",
+        sweep=SWEEP.paths.sweep,
+        runs=SWEEP.paths.runs_table,
+        steps=SWEEP.paths.steps_table,
     output:
-        added="results/history/added.json",
+        added=SWEEP.paths.history_added,
     log:
-        "results/logs/history_add.log",
+        SWEEP.paths.log("history_add"),
     localrule: True
     conda:
         "../../envs/llmbench.yaml"
@@ -21,14 +21,14 @@ rule history_trends:
         unpack(SWEEP.history_trend_inputs),
     output:
         plots=report(
-            directory("results/history/trends"),
+            directory(SWEEP.paths.history_trends),
             patterns=["{name}.svg"],
             caption="../report/history.rst",
             category="History",
             labels=SWEEP.trend_labels,
         ),
     log:
-        "results/logs/history_trends.log",
+        SWEEP.paths.log("history_trends"),
     localrule: True
     conda:
         "../../envs/llmbench.yaml"

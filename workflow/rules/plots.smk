@@ -1,10 +1,10 @@
 rule plot_scaling:
     input:
-        runs="results/tables/runs.parquet",
-        steps="results/tables/steps.parquet",
+        runs=SWEEP.paths.runs_table,
+        steps=SWEEP.paths.steps_table,
     output:
         plots=report(
-            directory("results/plots/{group}"),
+            directory(SWEEP.paths.scaling_plots),
             patterns=["{name}.svg"],
             caption="../report/plots.rst",
             category="Scaling",
@@ -12,7 +12,7 @@ rule plot_scaling:
             labels=SWEEP.plot_labels,
         ),
     log:
-        "results/logs/plot_scaling/{group}.log",
+        SWEEP.paths.log("plot_scaling/{group}"),
     conda:
         "../../envs/llmbench.yaml"
     params:

@@ -2,9 +2,9 @@ rule preflight_node:
     input:
         unpack(SWEEP.preflight_image_input),
     output:
-        result="results/preflight/nodes/{node}.json",
+        result=SWEEP.paths.preflight_node,
     log:
-        "results/logs/preflight/{node}.log",
+        SWEEP.paths.log("preflight/{node}"),
     wildcard_constraints:
         node=SWEEP.preflight_node_constraint(),
     conda:
@@ -29,15 +29,15 @@ checkpoint preflight_gate:
         results=SWEEP.preflight_node_results(),
     output:
         exclude=SWEEP.preflight_exclude,
-        nodes="results/tables/nodes.parquet",
+        nodes=SWEEP.paths.nodes_table,
         nodes_html=report(
-            "results/tables/nodes.html",
+            SWEEP.paths.page("nodes"),
             caption="../report/cluster.rst",
             category="Cluster",
             labels={"content": "preflight nodes"},
         ),
     log:
-        "results/logs/preflight/gate.log",
+        SWEEP.paths.log("preflight/gate"),
     conda:
         "../../envs/llmbench.yaml"
     params:
@@ -53,7 +53,7 @@ rule preflight_fabric:
     output:
         result=SWEEP.preflight_fabric,
     log:
-        "results/logs/preflight/fabric.log",
+        SWEEP.paths.log("preflight/fabric"),
     conda:
         "../../envs/llmbench.yaml"
     resources:

@@ -2,7 +2,7 @@ rule import_image:
     output:
         sqsh=SWEEP.image_output,
     log:
-        "results/logs/import_image/{sqsh}.log",
+        SWEEP.paths.log("import_image/{sqsh}"),
     wildcard_constraints:
         sqsh=SWEEP.sqsh_constraint(),
     localrule: SWEEP.setup_local
@@ -24,7 +24,7 @@ rule training_venv:
     output:
         marker=SWEEP.venv_marker,
     log:
-        "results/logs/training_venv.log",
+        SWEEP.paths.log("training_venv"),
     localrule: SWEEP.setup_local
     conda:
         "../../envs/llmbench.yaml"

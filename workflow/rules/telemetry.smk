@@ -4,11 +4,11 @@ rule telemetry_table:
         # telemetry.parquet are outputs of the same train job as run.json, and a second
         # list of every run's file would cost a 10,000-run sweep's DAG as much as its
         # aggregate's (benchmarks/dry_run.py).
-        sweep="results/tables/sweep.json",
+        sweep=SWEEP.paths.sweep,
     output:
-        samples="results/tables/telemetry.parquet",
+        samples=SWEEP.paths.telemetry_table,
     log:
-        "results/logs/telemetry_table.log",
+        SWEEP.paths.log("telemetry_table"),
     conda:
         "../../envs/llmbench.yaml"
     params:
@@ -19,18 +19,18 @@ rule telemetry_table:
 
 rule plot_telemetry:
     input:
-        samples="results/tables/telemetry.parquet",
-        runs="results/tables/runs.parquet",
+        samples=SWEEP.paths.telemetry_table,
+        runs=SWEEP.paths.runs_table,
     output:
         plot=report(
-            "results/plots/telemetry/{group}.svg",
+            SWEEP.paths.telemetry_plot,
             caption="../report/telemetry.rst",
             category="Telemetry",
             subcategory="{group}",
             labels=SWEEP.telemetry_plot_labels,
         ),
     log:
-        "results/logs/plot_telemetry/{group}.log",
+        SWEEP.paths.log("plot_telemetry/{group}"),
     conda:
         "../../envs/llmbench.yaml"
     params:

@@ -3,16 +3,16 @@ rule train:
         unpack(SWEEP.setup_inputs),
         **SWEEP.preflight_inputs(),
     output:
-        record="results/runs/{run}/run.json",
+        record=SWEEP.paths.run_record,
         # The log is parsed where it was written, in the same job: one job per run keeps
         # the DAG of a 10,000-run sweep small (benchmarks/dry_run.py).
-        summary="results/runs/{run}/summary.json",
-        steps="results/runs/{run}/steps.parquet",
+        summary=SWEEP.paths.run_summary,
+        steps=SWEEP.paths.run_steps,
         # samples and window energy of the reported attempt (llmbench.telemetry)
-        telemetry="results/runs/{run}/telemetry.parquet",
-        energy="results/runs/{run}/energy.json",
+        telemetry=SWEEP.paths.run_telemetry,
+        energy=SWEEP.paths.run_energy,
     log:
-        "results/logs/train/{run}.log",
+        SWEEP.paths.log("train/{run}"),
     # one more than the infra retries: the last try records a killed attempt as a result
     retries: SWEEP.infra_retries + 1
     conda:

@@ -35,7 +35,9 @@ import pandas as pd
 
 from llmbench.aggregate.explain_transport import transport
 from llmbench.aggregate.explanation import Explanation, Item, RunFacts, rank, row_value
+from llmbench.core import run_folder
 from llmbench.core.catalog import published_results
+from llmbench.core.results_layout import NODES_PAGE, NODES_TABLE, page
 from llmbench.launch.slurm import expand_nodelist
 from llmbench.telemetry.energy import THROTTLE_FRACTION
 
@@ -59,8 +61,7 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
         return [], "node health: no preflight nodes table (preflight off)"
     mine = table[table["node"].isin(nodes)]
     checked = (
-        f"node health: preflight of {len(mine)} of the run's {len(nodes)} node(s) "
-        "(tables/nodes.parquet)"
+        f"node health: preflight of {len(mine)} of the run's {len(nodes)} node(s) ({NODES_TABLE})"
     )
     items = []
     for row in mine.to_dict("records"):
@@ -70,7 +71,7 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
                     "node_health",
                     f"node {row['node']} failed preflight",
                     str(row_value(row, "reason") or "no reason recorded"),
-                    evidence=("tables/nodes.parquet", "tables/nodes.html"),
+                    evidence=(NODES_TABLE, page(NODES_PAGE)),
                 )
             )
         if row_value(row, "warnings"):
@@ -79,14 +80,14 @@ def node_health(facts: RunFacts) -> tuple[list[Item], str]:
                     "node_health",
                     f"node {row['node']} preflight warnings",
                     str(row["warnings"]),
-                    evidence=("tables/nodes.parquet",),
+                    evidence=(NODES_TABLE,),
                 )
             )
     return items, checked
 
 
 def telemetry(facts: RunFacts) -> tuple[list[Item], str]:
-    energy_file = facts.path("energy.json")
+    energy_file = facts.path(run_folder.ENERGY)
     checked = f"telemetry: SM clocks in the step window ({energy_file})"
     if row_value(facts.row, "clock_throttled") is not True:
         reason = row_value(facts.row, "energy_reason")
@@ -110,7 +111,7 @@ def telemetry(facts: RunFacts) -> tuple[list[Item], str]:
             + (f": {shown}" if shown else f" (lowest {low} MHz)"),
             effect,
             CLOCK_SOURCE if effect else "",
-            (energy_file, facts.path("telemetry.parquet")),
+            (energy_file, facts.path(run_folder.TELEMETRY)),
         )
     ], checked
 
@@ -130,7 +131,7 @@ def _throttled_gpus(samples: pd.DataFrame | None) -> list[tuple[str, str, float,
 
 
 def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
-    checked = f"step times: spread over the window ({facts.path('steps.parquet')})"
+    checked = f"step times: spread over the window ({facts.path(run_folder.STEPS)})"
     if "steps" in facts.unread:
         checked = f"step times: not checked: {facts.unread['steps']}"
     items = []
@@ -151,7 +152,7 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                         f"the median {median:.4g} s",
                         (0.0, max(excess, 0.0)),  # a figure, 0 where they add none
                         "what the slow steps add to the mean: (mean - median) / mean",
-                        (facts.path("steps.parquet"),),
+                        (facts.path(run_folder.STEPS),),
                     )
                 )
     overlap = row_value(facts.row, "overlap")
@@ -161,7 +162,9 @@ def step_spread(facts: RunFacts) -> tuple[list[Item], str]:
                 "step_spread",
                 "other runs' processes on the host",
                 str(overlap),
-                evidence=(facts.path(f"{facts.record.get('attempt_dir', '')}/run.json"),),
+                evidence=(
+                    facts.path(f"{facts.record.get('attempt_dir', '')}/{run_folder.RECORD}"),
+                ),
             )
         )
     if "steps" in facts.unread:
@@ -192,7 +195,7 @@ def launch(facts: RunFacts) -> tuple[list[Item], str]:
     if "record" in facts.unread:
         return [], f"launch: not checked: {facts.unread['record']}"
     spec = facts.record.get("spec", {})
-    spec_file = facts.path(f"{facts.record.get('attempt_dir', '')}/run_spec.json")
+    spec_file = facts.path(f"{facts.record.get('attempt_dir', '')}/{run_folder.SPEC}")
     checked = f"launch: parity data and stack ({spec_file})"
     if spec.get("framework") in (None, "torch"):
         return [], checked + ": the embedded workload has no reference launch"

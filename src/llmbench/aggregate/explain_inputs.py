@@ -27,6 +27,9 @@ from llmbench import __version__
 from llmbench.aggregate.explain import explain
 from llmbench.aggregate.explanation import EXPLAINED_VERDICTS, Explanation, RunFacts
 from llmbench.aggregate.result_file import schema_version, validate
+from llmbench.core import run_folder
+from llmbench.core.results_layout import NODES_TABLE, RUNS_TABLE, STEPS_TABLE, SWEEP, run_file
+from llmbench.core.results_layout import run_dir as run_dir_of
 from llmbench.errors import ConfigError
 from llmbench.files.regular_file import regular_file_problem, why_unreadable
 from llmbench.job.run_record import ATTEMPT_DIR, read_record, run_transport
@@ -68,11 +71,11 @@ def read_json(results: Path, relative: str) -> Read:
 
 def writer(results: Path) -> str:
     """Which llmbench wrote the tables, as messages name it."""
-    sweep = read_json(results, "tables/sweep.json").data or {}
+    sweep = read_json(results, SWEEP).data or {}
     version = sweep.get("llmbench_version")
     if not isinstance(version, str):
-        return f"no tables/sweep.json names the llmbench that wrote it; this is {__version__}"
-    return f"tables/sweep.json names llmbench {version}; this is {__version__}"
+        return f"no {SWEEP} names the llmbench that wrote it; this is {__version__}"
+    return f"{SWEEP} names llmbench {version}; this is {__version__}"
 
 
 def read_table(
@@ -103,7 +106,7 @@ def read_table(
 def runs_table(results: Path) -> pd.DataFrame:
     """The runs table ``llmbench explain`` explains: one line (``ConfigError``) when it
     cannot be read, since nothing can be explained without it."""
-    relative = "tables/runs.parquet"
+    relative = RUNS_TABLE
     read = read_table(results, relative, RUNS_COLUMNS)
     if read.missing:
         raise ConfigError(
@@ -126,9 +129,9 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
         return f"schema_version {version!r} (this llmbench reads {schema_version('run')})"
     if version is not None:
         try:
-            validate(record, "run", "run.json")
+            validate(record, "run", run_folder.RECORD)
         except ConfigError as err:
-            return str(err).removeprefix("run.json: ")
+            return str(err).removeprefix(f"{run_folder.RECORD}: ")
         return None
     spec, attempt_dir = record.get("spec", {}), record.get("attempt_dir", "")
     if not isinstance(spec, Mapping):
@@ -147,23 +150,23 @@ def run_facts(
     unread = dict(unread)
     if nodes.why and not nodes.missing:
         unread["nodes"] = nodes.why
-    run_dir = results / "runs" / run_id
-    read = read_json(results, f"runs/{run_id}/run.json")
+    run_dir = results / run_dir_of(run_id)
+    read = read_json(results, run_file(run_id, run_folder.RECORD))
     record: dict[str, Any] = {}
     if read.why:
         unread["record"] = read.why
     elif problem := record_problem(read.data):
-        unread["record"] = f"runs/{run_id}/run.json: {problem}"
+        unread["record"] = f"{run_file(run_id, run_folder.RECORD)}: {problem}"
     else:
         record = read.data
     transport: dict[str, Any] = {}
     if record:
         transport, why = run_transport(run_dir, record)
         if why:
-            unread["transport"] = f"runs/{run_id}/transport.json: {why}"
+            unread["transport"] = f"{run_file(run_id, run_folder.TRANSPORT)}: {why}"
     telemetry = None
     if row.get("clock_throttled") is True:
-        tele = read_table(results, f"runs/{run_id}/telemetry.parquet", TELEMETRY_COLUMNS)
+        tele = read_table(results, run_file(run_id, run_folder.TELEMETRY), TELEMETRY_COLUMNS)
         telemetry = tele.data
         if tele.why:
             unread["telemetry"] = tele.why
@@ -182,7 +185,7 @@ def explain_runs(
     """An explanation per run of ``runs`` (the runs whose verdict is slower or missing,
     unless ``only_unexplained`` is False); ``steps_unread``: why the steps table could
     not be read. A run listed twice is explained once (its last row), and says so."""
-    nodes = read_table(results, "tables/nodes.parquet", NODES_COLUMNS)
+    nodes = read_table(results, NODES_TABLE, NODES_COLUMNS)
     counts = runs["run_id"].astype(str).value_counts()
     rows = [
         row
@@ -197,7 +200,7 @@ def explain_runs(
     unread = {"steps": steps_unread} if steps_unread else {}
     if lacking:
         unread["reference_row"] = (
-            f"tables/runs.parquet: no column {', '.join(lacking)} (a table of another "
+            f"{RUNS_TABLE}: no column {', '.join(lacking)} (a table of another "
             f"llmbench: {writer(results)})"
         )
     out = []
@@ -205,7 +208,7 @@ def explain_runs(
         facts = run_facts(results, row, nodes, by_run.get(row["run_id"]), unread)
         if counts[str(row["run_id"])] > 1:
             facts.notes.append(
-                f"tables/runs.parquet holds {counts[str(row['run_id'])]} rows for this run; "
+                f"{RUNS_TABLE} holds {counts[str(row['run_id'])]} rows for this run; "
                 "the last is explained"
             )
         out.append(explain(facts))
@@ -221,7 +224,7 @@ def explain_results(results: Path, run_ids: Sequence[str], every: bool) -> list[
     """``llmbench explain``: the runs ``run_ids`` of ``results`` (``every``: all the runs
     slower or without verdict, when no id is given); one line (``ConfigError``) for an
     unreadable runs table or an unknown run id."""
-    table = results / "tables" / "runs.parquet"
+    table = results / RUNS_TABLE
     runs = runs_table(results)
     known = set(runs["run_id"].astype(str))
     unknown = [r for r in run_ids if r not in known]
@@ -234,5 +237,5 @@ def explain_results(results: Path, run_ids: Sequence[str], every: bool) -> list[
     steps = Read()
     if ids:  # only the chosen runs' rows of a large table
         filters = [("run_id", "in", ids)]
-        steps = read_table(results, "tables/steps.parquet", STEPS_COLUMNS, filters)
+        steps = read_table(results, STEPS_TABLE, STEPS_COLUMNS, filters)
     return explain_runs(results, chosen, steps.data, only_unexplained=every, steps_unread=steps.why)

@@ -6,6 +6,7 @@ between nodes."""
 from __future__ import annotations
 
 from llmbench.aggregate.explanation import Item, RunFacts, row_value
+from llmbench.core.run_folder import TRANSPORT
 
 SOCKET_FALLBACK_EFFECT = (20.0, 25.0)
 SOCKET_FALLBACK_SOURCE = (
@@ -53,7 +54,7 @@ def transport(facts: RunFacts) -> tuple[list[Item], str]:
         return [], f"transport: not checked: {facts.unread['record']}"
     data = facts.transport
     files = list(data.get("files") or [])
-    source = facts.path("transport.json")
+    source = facts.path(TRANSPORT)
     if "transport" in facts.unread:
         source = f"{facts.unread['transport']}; the attempt's debug files read instead"
     checked = f"transport: NCCL's debug output, {len(files)} file(s) ({source})"

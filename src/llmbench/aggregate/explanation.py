@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from llmbench.core.results_layout import run_dir, run_file
 from llmbench.text import counted, effect_words
 
 EXPLAINED_VERDICTS = ("slower", "no_reference", "not_comparable", None)
@@ -66,11 +67,11 @@ class RunFacts:
 
     @property
     def run_dir(self) -> Path:
-        return self.results / "runs" / self.run_id
+        return self.results / run_dir(self.run_id)
 
     def path(self, name: str) -> str:
         """A file of the run, relative to results/."""
-        return f"runs/{self.run_id}/{name}"
+        return run_file(self.run_id, name)
 
 
 @dataclass

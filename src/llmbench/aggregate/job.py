@@ -30,6 +30,7 @@ from llmbench.aggregate.runs_and_steps import (
     spec_columns,
     steps_table_from_frame,
 )
+from llmbench.core import run_folder
 from llmbench.files.atomic import write_json_atomic, write_text_atomic
 from llmbench.files.atomic_tables import write_csv_atomic, write_parquet_atomic
 from llmbench.job.attempts import attempt_history
@@ -93,7 +94,7 @@ def read_sweep(
     run_dirs = [Path(path).parent for path in record_paths]
     records = [read_record(path) for path in record_paths]
     steps = [
-        pd.read_parquet(run_dir / "steps.parquet").assign(run_id=rec["run_id"])
+        pd.read_parquet(run_dir / run_folder.STEPS).assign(run_id=rec["run_id"])
         for rec, run_dir in zip(records, run_dirs, strict=True)
     ]
     return SweepInputs(
@@ -102,7 +103,7 @@ def read_sweep(
         nodelists=[
             attempt_nodelist(run_dir, rec) for rec, run_dir in zip(records, run_dirs, strict=True)
         ],
-        summaries=pd.DataFrame([read_record(run_dir / "summary.json") for run_dir in run_dirs]),
+        summaries=pd.DataFrame([read_record(run_dir / run_folder.SUMMARY) for run_dir in run_dirs]),
         steps=pd.concat(steps, ignore_index=True),
         cpu_peak=read_record(cpu_peak) if cpu_peak else None,
         energy=pd.DataFrame([read_energy(run_dir) for run_dir in run_dirs]),

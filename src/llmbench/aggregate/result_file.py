@@ -26,10 +26,21 @@ import jsonschema
 import pandas as pd
 
 from llmbench.aggregate.explanation import EXPLAINED_VERDICTS, Explanation
+from llmbench.core import run_folder
+from llmbench.core.results_layout import (
+    RESULT,
+    RUNS,
+    RUNS_CSV,
+    RUNS_TABLE,
+    STEPS_TABLE,
+    SWEEP,
+    page,
+    run_file,
+)
 from llmbench.errors import ConfigError
 from llmbench.files.regular_file import read_regular, why_unreadable
 
-RESULT_FILE = "result.json"
+RESULT_FILE = RESULT
 SCHEMAS = {"result": "result.schema.json", "run": "run.schema.json"}
 
 KEYS = ("run_id", "workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling",
@@ -54,9 +65,8 @@ TRANSPORT = ("net_transport", "gdr", "nvls", "collnet", "nccl_plugin", "nccl_ver
 PROVENANCE = ("started_at", "finished_at", "duration_s", "host", "nodelist", "image", "git_sha",
               "llmbench_version", "python_version", "torch_version", "slurm_job_id",
               "cluster_type", "workload_id")  # fmt: skip
-TABLE_FILES = {"runs_table": "tables/runs.parquet", "runs_csv": "tables/runs.csv",
-               "steps_table": "tables/steps.parquet", "sweep": "tables/sweep.json",
-               "why_slower": "tables/why_slower.html"}  # fmt: skip
+TABLE_FILES = {"runs_table": RUNS_TABLE, "runs_csv": RUNS_CSV, "steps_table": STEPS_TABLE,
+               "sweep": SWEEP, "why_slower": page("why_slower")}  # fmt: skip
 
 
 @cache
@@ -134,7 +144,7 @@ def _whose(document: Any, error: jsonschema.ValidationError) -> str:
         run = document["runs"][path[1]]["run_id"]
     except (KeyError, IndexError, TypeError):
         return ""
-    return f" (run {run}, from runs/{run}/run.json)"
+    return f" (run {run}, from {run_file(run, run_folder.RECORD)})"
 
 
 def _plain(value: Any) -> Any:
@@ -165,9 +175,9 @@ def run_entry(row: Mapping[str, Any], explanation: Explanation | None) -> dict[s
         "explanation": explanation.as_dict() if explanation is not None else None,
         "provenance": pick(PROVENANCE),
         "files": {
-            "record": f"runs/{row['run_id']}/run.json",
-            "summary": f"runs/{row['run_id']}/summary.json",
-            "log": f"runs/{row['log_path']}",
+            "record": run_file(str(row["run_id"]), run_folder.RECORD),
+            "summary": run_file(str(row["run_id"]), run_folder.SUMMARY),
+            "log": f"{RUNS}/{row['log_path']}",
         },
     }
 

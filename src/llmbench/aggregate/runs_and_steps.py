@@ -27,7 +27,7 @@ from llmbench.aggregate.run_facts import (
     run_model,
     run_precision,
 )
-from llmbench.core import metrics
+from llmbench.core import metrics, run_folder
 from llmbench.core.launchers import cluster_type
 from llmbench.core.runspec import DEFAULT_RELEASE
 from llmbench.job.outcome import run_outcome
@@ -257,7 +257,7 @@ def overlap_text(processes: Sequence[Mapping[str, Any]]) -> str:
 def attempt_nodelist(run_dir: str | Path, record: Mapping[str, Any]) -> str | None:
     """The Slurm nodes of the reported attempt (its ``job.json``); None when run locally."""
     try:
-        with open(Path(run_dir) / record.get("attempt_dir", "") / "job.json") as fh:
+        with open(Path(run_dir) / record.get("attempt_dir", "") / run_folder.JOB) as fh:
             return json.load(fh).get("nodelist") or None
     except (OSError, ValueError, AttributeError):
         return None

@@ -33,6 +33,7 @@ import zstandard
 
 from llmbench import __version__
 from llmbench.aggregate.result_file import MAX_RESULT_BYTES, RESULT_FILE, check_result_bytes
+from llmbench.core.results_layout import SWEEP as SWEEP_TABLE
 from llmbench.errors import ConfigError
 from llmbench.files.atomic import create_new, new_output
 from llmbench.files.regular_file import open_regular, why_unreadable
@@ -45,7 +46,7 @@ from llmbench.history.redact import (
     redact_line,
     shows_secret,
 )
-from llmbench.history.sweep import SWEEP_FILE, read_sweep
+from llmbench.history.sweep import read_sweep
 
 MANIFEST = "MANIFEST.json"
 FORMAT = "llmbench-sweep-archive"
@@ -197,7 +198,7 @@ def create_archive(
     results = Path(results)
     if not results.is_dir():
         raise ConfigError(f"archive: {str(results)!r} is not a folder; allowed: a results folder")
-    sweep = read_sweep(results / "tables" / SWEEP_FILE)
+    sweep = read_sweep(results / SWEEP_TABLE)
     top = sweep["sweep_id"]
     out = new_output(output or f"{top}.tar.zst", "archive")
     if report is not None and not Path(report).is_file():

@@ -31,6 +31,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from llmbench.aggregate.reference import builtin_references
+from llmbench.core.results_layout import TABLES
 from llmbench.errors import ConfigError
 from llmbench.history.read import SweepReader
 from llmbench.history.select import Selector, parse_selector, resolve
@@ -290,7 +291,7 @@ class Comparison:
 
 def is_results_folder(text: str) -> bool:
     """A side that names a folder holding a sweep's ``tables/`` (not a selector)."""
-    return Path(text).is_dir() and (Path(text) / "tables").exists()
+    return Path(text).is_dir() and (Path(text) / TABLES).exists()
 
 
 def compare(

@@ -36,6 +36,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from llmbench.aggregate.result_file import RESULT_FILE, result_file_problem
+from llmbench.core.results_layout import RUNS_TABLE, STEPS_TABLE
+from llmbench.core.results_layout import SWEEP as SWEEP_TABLE
+from llmbench.core.results_layout import TABLES as TABLES_DIR
 from llmbench.errors import ConfigError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.files.regular_file import read_regular, why_unreadable
@@ -52,7 +55,7 @@ from llmbench.history.checked import (
     sha256_hex,
     stored_bytes,
 )
-from llmbench.history.sweep import RECORD_FIELDS, SCHEMA_VERSION, SWEEP_FILE, read_sweep
+from llmbench.history.sweep import RECORD_FIELDS, SCHEMA_VERSION, read_sweep
 
 TABLES = ("steps", "runs", "sweep")
 """In writing order: ``sweep`` last, the commit marker."""
@@ -220,19 +223,18 @@ def _results_table(path: Path) -> tuple[bytes, pd.DataFrame]:
 
 def _history_tables(results: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The record row (without the stored files' checksums) and the bytes to store."""
-    tables = results / "tables"
-    record = read_sweep(tables / SWEEP_FILE)
+    record = read_sweep(results / SWEEP_TABLE)
     blobs: dict[str, bytes] = {}
     digests = {}
-    for name in ("runs", "steps"):
-        path = tables / f"{name}.parquet"
+    for name, table in (("runs", RUNS_TABLE), ("steps", STEPS_TABLE)):
+        path = results / table
         raw, frame = _results_table(path)
         digests[f"{name}_sha256"] = sha256_hex(raw)
         if name == "runs" and "sweep_id" in frame.columns:
             stamped = set(frame["sweep_id"].dropna())
             if stamped - {record["sweep_id"]}:
                 raise ConfigError(
-                    f"{path}: runs of sweep {sorted(stamped)[0]!r} but {tables / SWEEP_FILE} "
+                    f"{path}: runs of sweep {sorted(stamped)[0]!r} but {results / SWEEP_TABLE} "
                     f"names sweep {record['sweep_id']!r}; allowed: tables and record of one "
                     "invocation (run snakemake again)"
                 )
@@ -276,7 +278,7 @@ def add_sweep(history: History, results: str | os.PathLike[str]) -> Added:
     """Append the sweep of a results folder (``tables/{runs,steps}.parquet`` and
     ``tables/sweep.json``) to the history; a no-op when it is already there."""
     results = Path(results)
-    if not (results / "tables").is_dir():
+    if not (results / TABLES_DIR).is_dir():
         raise ConfigError(
             f"{str(results)!r} has no tables/ folder; allowed: a results folder of a sweep"
         )

@@ -43,7 +43,6 @@ from llmbench.launch import slurm
 SCHEMA_VERSION = 1
 """Version of the history's tables; raised when a column changes meaning or is renamed
 (added columns need no new version: readers unify tables by column name)."""
-SWEEP_FILE = "sweep.json"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SWEEP_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
 DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")

@@ -22,14 +22,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.run_folder import LOG, attempt_name
+from llmbench.core.run_folder import SUMMARY as SUMMARY_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LlmbenchError
 from llmbench.files.atomic import write_json_atomic
 from llmbench.job.outcome import run_outcome
 from llmbench.job.run_record import parse_attempt_log
 from llmbench.job.runner import (
-    ATTEMPT_PREFIX,
     JOB_FILE,
+    LAUNCH_FILE,
     RECORD_FILE,
     RECORD_SCHEMA_VERSION,
     attempt_numbers,
@@ -41,7 +43,6 @@ from llmbench.parsers import parse_log
 from llmbench.parsers.vocabulary import Status
 from llmbench.telemetry.sampling import TelemetrySettings
 
-SUMMARY_FILE = "summary.json"
 INFRA_REASONS = frozenset({"node_failure", "preempted", "boot_fail"})
 """Transient infrastructure failures: retried automatically, avoiding the failed nodes."""
 
@@ -99,7 +100,7 @@ def retry_token(run_dir: str | Path, keep_failed: bool) -> int:
     retried = sum(
         1
         for n in numbers
-        if (_read_json(run_dir / f"attempt-{n}" / RECORD_FILE) or {}).get("retried")
+        if (_read_json(run_dir / attempt_name(n) / RECORD_FILE) or {}).get("retried")
     )
     reported = reported_status(run_dir)
     fine = reported is not None and (reported[1] == "success" or keep_failed)
@@ -112,7 +113,7 @@ def unrecorded_attempt(run_dir: Path) -> tuple[int, Path] | None:
     numbers = attempt_numbers(run_dir)
     if not numbers:
         return None
-    folder = run_dir / f"{ATTEMPT_PREFIX}{numbers[-1]}"
+    folder = run_dir / attempt_name(numbers[-1])
     return None if (folder / RECORD_FILE).exists() else (numbers[-1], folder)
 
 
@@ -123,7 +124,7 @@ def killed_attempt_reason(attempt_dir: Path) -> tuple[str, str | None]:
     state = job_state(job["slurm_job_id"]) if job.get("slurm_job_id") else None
     if state in SLURM_FAILURE_STATES:
         return SLURM_FAILURE_STATES[state], state
-    log = attempt_dir / "train.log"
+    log = attempt_dir / LOG
     if log.exists():
         summary = parse_log(log).summary
         if summary.status == "failed" and summary.reason:
@@ -238,15 +239,15 @@ def salvage_record(
         return None
     number, attempt_dir = killed
     stamp = datetime.fromtimestamp(attempt_dir.stat().st_mtime, timezone.utc)
-    log = attempt_dir / "train.log"
+    log = attempt_dir / LOG
     finished = datetime.fromtimestamp(log.stat().st_mtime, timezone.utc) if log.exists() else stamp
     record = {
         "schema_version": RECORD_SCHEMA_VERSION,
         "run_id": spec["run_id"],
         "attempt": number,
         "attempt_dir": attempt_dir.name,
-        "log": f"{attempt_dir.name}/train.log",
-        "launch_script": f"{attempt_dir.name}/launch.sh",
+        "log": f"{attempt_dir.name}/{LOG}",
+        "launch_script": f"{attempt_dir.name}/{LAUNCH_FILE}",
         "started_at": stamp.isoformat(timespec="milliseconds"),
         "finished_at": finished.isoformat(timespec="milliseconds"),
         "exit_code": None,
@@ -270,7 +271,7 @@ def attempt_history(run_dir: Path) -> tuple[int, str]:
     for n in numbers:
         if n == reported:
             continue
-        record = _read_json(run_dir / f"attempt-{n}" / RECORD_FILE)
+        record = _read_json(run_dir / attempt_name(n) / RECORD_FILE)
         if record is None:  # ended without a record, and no retry wrote one
             outcome = "killed"
         else:  # a killed attempt's salvaged record has its reason; a lost log is one

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.run_folder import ATTEMPT_DIR
+from llmbench.core.run_folder import TRANSPORT as TRANSPORT_FILE
 from llmbench.errors import ParseError
 from llmbench.files.regular_file import read_regular, why_unreadable
 from llmbench.parsers import ParsedLog, parse_log
@@ -15,12 +16,10 @@ from llmbench.parsers.summary import no_data_summary
 from llmbench.parsers.transport import FIELDS, TransportReport, debug_files, read_transport
 from llmbench.parsers.vocabulary import Reason
 
-TRANSPORT_FILE = "transport.json"
 """Beside run.json: what NCCL's debug output of the reported attempt says
 (``llmbench.parsers.transport``), written by the train job."""
 MAX_RECORD_BYTES = 16 << 20
 """A record, summary or transport report is kilobytes; a larger file is not one."""
-ATTEMPT_DIR = re.compile(r"attempt-[0-9]+")
 """An attempt's folder, beside run.json (the run schema's ``attempt_dir``)."""
 _TRANSPORT_KINDS: dict[str, type] = {
     "attempt": int,

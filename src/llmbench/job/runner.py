@@ -23,6 +23,10 @@ from typing import Any
 
 from llmbench.core.devices import device
 from llmbench.core.launchers import is_platform, launcher_traits
+from llmbench.core.run_folder import ATTEMPT_PREFIX, attempt_name
+from llmbench.core.run_folder import JOB as JOB_FILE
+from llmbench.core.run_folder import LAUNCH as LAUNCH_FILE
+from llmbench.core.run_folder import RECORD as RECORD_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ParseError
 from llmbench.files.atomic import write_json_atomic
@@ -40,12 +44,8 @@ from llmbench.launch.slurm import job_nodelist
 from llmbench.parsers import parse_log
 from llmbench.telemetry.sampling import TelemetrySettings, sampling
 
-ATTEMPT_PREFIX = "attempt-"
-RECORD_FILE = "run.json"
-LAUNCH_FILE = "launch.sh"
 RECORD_SCHEMA_VERSION = "1.0.0"
 """The run record's schema (``core/schemas/run.schema.json``, docs/results.md)."""
-JOB_FILE = "job.json"
 
 
 def _now() -> str:
@@ -72,7 +72,7 @@ def new_attempt_dir(run_dir: Path) -> tuple[int, Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
     number = (attempt_numbers(run_dir) or [0])[-1] + 1
     while True:
-        path = run_dir / f"{ATTEMPT_PREFIX}{number}"
+        path = run_dir / attempt_name(number)
         try:
             path.mkdir()
             return number, path

@@ -42,6 +42,7 @@ from pathlib import Path
 import psutil
 
 from llmbench.core.limits import RunLimits
+from llmbench.core.run_folder import RANK_STACK_GLOB, pid_stack_name
 from llmbench.ranks.stack_dumps import STACK_SIGNAL, catches_stack_signal, drop_empty_stack_files
 
 POLL_S = 2.0
@@ -314,7 +315,7 @@ def dump_stacks(procs: list[psutil.Process], folder: Path) -> tuple[str, ...]:
         if "python" not in cmdline:
             continue
         if py_spy is not None:
-            name = f"stack-pid{proc.pid}.txt"
+            name = pid_stack_name(proc.pid)
             if _py_spy_dump(py_spy, proc.pid, cmdline, folder / name):
                 written.append(name)
                 continue
@@ -333,7 +334,7 @@ def dump_stacks(procs: list[psutil.Process], folder: Path) -> tuple[str, ...]:
 
 
 def _rank_dumps(folder: Path, at_least: int) -> list[str]:
-    names = [p.name for p in folder.glob("stack-rank*.txt") if p.stat().st_size > 0]
+    names = [p.name for p in folder.glob(RANK_STACK_GLOB) if p.stat().st_size > 0]
     return names if len(names) >= at_least else []
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from llmbench.core import embedded_workload
 from llmbench.core.devices import device
+from llmbench.core.run_folder import SPEC as SPEC_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.launch.shell import Raw, Word
-
-SPEC_FILE = "run_spec.json"
 
 ENTRY_MODULES = {
     "torch": "llmbench.ranks.embedded.train",

@@ -18,11 +18,12 @@ import yaml
 
 from llmbench.core.devices import device
 from llmbench.core.platform_site import KubernetesSite
+from llmbench.core.run_folder import MANIFEST as MANIFEST_FILE
+from llmbench.core.run_folder import PLATFORM as PLATFORM_FILE
+from llmbench.core.run_folder import PLATFORM_LOG as PROGRESS_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.launch.pods import (
-    PLATFORM_FILE,
-    PROGRESS_FILE,
     explicit_torchrun,
     node_command,
     pod_environment,
@@ -30,7 +31,6 @@ from llmbench.launch.pods import (
 )
 from llmbench.launch.shell import join
 
-MANIFEST_FILE = "manifest.yaml"
 WATCH_MODULE = "llmbench.launch.kubernetes_watch"
 """What launch.sh runs: submit the manifest, wait, copy the rank-0 log."""
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

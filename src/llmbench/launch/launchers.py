@@ -22,13 +22,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from llmbench.core import run_folder
 from llmbench.core.devices import device
 from llmbench.core.launchers import LAUNCHER_TRAITS, LauncherTraits
 from llmbench.core.platform_site import KubernetesSite, RunaiSite, Site
 from llmbench.core.preflight_settings import ListedNodes
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import ConfigError, LaunchError
-from llmbench.launch import kubernetes, pods, runai, script
+from llmbench.launch import kubernetes, runai, script
 from llmbench.launch.slurm import partition_nodes, step_task_pids
 
 GENERIC_REASONS = frozenset({"", "job_failed"})
@@ -113,7 +114,7 @@ class PlatformLauncher(Launcher):
     def outcome(self, attempt_dir: Path, slurm_job_id: str | None) -> dict[str, Any]:
         out: dict[str, Any] = {"cluster_type": self.traits.cluster_type, "workload_id": None}
         try:
-            platform = json.loads((attempt_dir / pods.PLATFORM_FILE).read_text())
+            platform = json.loads((attempt_dir / run_folder.PLATFORM).read_text())
         except (OSError, ValueError):
             return out
         out["workload_id"] = platform.get("workload_id")

@@ -15,14 +15,14 @@ framework's business.
 from __future__ import annotations
 
 from llmbench.core.devices import device
+from llmbench.core.run_folder import NCCL_DEBUG_PATTERN
 from llmbench.core.runspec import RunSpec
 from llmbench.launch.shell import Raw, Word
 
-DEBUG_FILE_PREFIX = "nccl-debug."
 """Each process's file in the attempt folder: ``nccl-debug.<host>.<pid>.log``."""
 SUBSYSTEMS = ("INIT", "NET")
 TRACE_SUBSYSTEMS = ("COLL",)
-DEBUG_FILE = f'"$PWD/{DEBUG_FILE_PREFIX}%h.%p.log"'
+DEBUG_FILE = f'"$PWD/{NCCL_DEBUG_PATTERN}"'
 
 
 def gpu_launch(spec: RunSpec) -> bool:

@@ -18,8 +18,6 @@ from llmbench.core.site_fit import needs_hf_home
 from llmbench.launch.entry import SPEC_FILE, entry_module, omp_threads, rank_environment
 from llmbench.launch.shell import join
 
-PLATFORM_FILE = "platform.json"
-PROGRESS_FILE = "platform.log"
 SPEC_ENV = "LLMBENCH_RUN_SPEC"
 """The run spec travels in the workload (this env value); the pod writes it to a file."""
 

@@ -33,11 +33,12 @@ from typing import Any
 
 from llmbench.core.devices import device
 from llmbench.core.platform_site import DEFAULT_SECRET_ENV, RunaiSite
+from llmbench.core.run_folder import PAYLOAD as PAYLOAD_FILE
+from llmbench.core.run_folder import PLATFORM as PLATFORM_FILE
+from llmbench.core.run_folder import PLATFORM_LOG as PROGRESS_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.errors import LaunchError
 from llmbench.launch.pods import (
-    PLATFORM_FILE,
-    PROGRESS_FILE,
     explicit_torchrun,
     node_command,
     pod_environment,
@@ -47,7 +48,6 @@ from llmbench.launch.pods import (
 )
 from llmbench.launch.shell import join
 
-PAYLOAD_FILE = "payload.json"
 FAILED_PHASES = frozenset({"Failed", "Stopped"})
 DONE_PHASES = frozenset({"Completed", "Succeeded"})
 REASON_WORDS = (

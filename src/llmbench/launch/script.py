@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from llmbench import __version__
 from llmbench.core.devices import device
+from llmbench.core.run_folder import LOG as LOG_FILE
 from llmbench.core.runspec import RunSpec
 from llmbench.core.site_fit import launcher_refusal, needs_hf_home
 from llmbench.core.stage import image_import
@@ -33,8 +34,6 @@ from llmbench.launch.srun import (
 from llmbench.launch.variants import variant_parts
 
 __all__ = ["LOG_FILE", "SPEC_FILE", "embedded_entry_point", "header", "render_local", "render_srun"]
-
-LOG_FILE = "train.log"
 
 
 def embedded_entry_point(spec_file: str = SPEC_FILE, framework: str = "torch") -> list[str]:

@@ -3,6 +3,7 @@ enroot image through pyxis (``--container-*`` options)."""
 
 from __future__ import annotations
 
+from llmbench.core.run_folder import SAMPLES_PATTERN
 from llmbench.core.runspec import RunSpec
 from llmbench.core.site_fit import needs_hf_home
 from llmbench.core.stage import ImageImport
@@ -142,7 +143,7 @@ def sampler_lines(spec: RunSpec) -> list[str]:
     sampler = (
         f"srun --overlap --nodes={spec.nodes} --ntasks-per-node=1 "
         f"--gres=gpu:{tasks_per_node(spec)} "
-        '"$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/telemetry-%n.csv" '
+        f'"$PYTHON" -m llmbench.telemetry.sampler --out "$PWD/{SAMPLES_PATTERN}" '
         '--period-ms "$LLMBENCH_TELEMETRY_PERIOD_MS" --root "$LLMBENCH_TELEMETRY_ROOT" --gpu &'
     )
     return [

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.core.profiling import default_profile, parse_ranks
+from llmbench.core.run_folder import NSYS_REPORT_PATTERN as NSYS_OUTPUT
+from llmbench.core.run_folder import RANK_WRAPPER
 from llmbench.core.runspec import RunSpec
 from llmbench.core.stage import save_run_of
 from llmbench.errors import LaunchError
@@ -26,9 +28,6 @@ NSYS_PREFIX: tuple[str, ...] = (
 """Sampling off, CUDA + NVTX traces, recording only between the trainer's
 cudaProfilerStart/Stop calls (placed at the profiled steps by the entry point)."""
 
-NSYS_OUTPUT = "profile_%q{SLURM_JOB_ID}_%q{SLURM_NODEID}_%q{SLURM_LOCALID}"
-"""One report per rank; nsys expands ``%q{VAR}`` from each task's own environment."""
-
 
 @dataclass(frozen=True)
 class VariantParts:
@@ -40,9 +39,6 @@ class VariantParts:
     needs_stage: bool = False
     setup_lines: list[str] = field(default_factory=list)
     """Shell lines launch.sh runs before srun (e.g. writing the rank-selecting wrapper)."""
-
-
-RANK_WRAPPER = "nsys_ranks.sh"
 
 
 def nsys_words(spec: RunSpec) -> list[Word]:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.launch.nccl_debug import DEBUG_FILE_PREFIX
+from llmbench.core.run_folder import is_nccl_debug_file
 from llmbench.parsers import transport_fields as decide
 from llmbench.parsers.debug_lines import pieces, refusal
 from llmbench.parsers.nccl_records import records
@@ -149,9 +149,7 @@ def debug_files(attempt_dir: Path) -> list[Path]:
     ``read_transport`` reads the regular ones and says why it skipped the others."""
     try:
         return sorted(
-            Path(entry.path)
-            for entry in os.scandir(attempt_dir)
-            if entry.name.startswith(DEBUG_FILE_PREFIX) and entry.name.endswith(".log")
+            Path(entry.path) for entry in os.scandir(attempt_dir) if is_nccl_debug_file(entry.name)
         )
     except OSError:
         return []

@@ -14,12 +14,10 @@ import signal
 from pathlib import Path
 from typing import IO
 
+from llmbench.core.run_folder import STACK_GLOB as STACK_FILE_GLOB
+from llmbench.core.run_folder import rank_stack_name as rank_stack_file
+
 STACK_SIGNAL = signal.SIGUSR1
-STACK_FILE_GLOB = "stack-*.txt"
-
-
-def rank_stack_file(rank: int) -> str:
-    return f"stack-rank{rank}.txt"
 
 
 def register_stack_dump(rank: int, folder: Path = Path(".")) -> IO[str]:

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-STEP_CLOCK_FILE = "step_clock.csv"
+from llmbench.core.run_folder import STEP_CLOCK as STEP_CLOCK_FILE
+
 TELEMETRY_ENV = "LLMBENCH_TELEMETRY"
 HEADER = "iteration,start_unix_s,end_unix_s\n"
 

@@ -11,11 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from llmbench.ranks.step_clock import STEP_CLOCK_FILE
+from llmbench.core.run_folder import ENERGY as ENERGY_FILE
+from llmbench.core.run_folder import SAMPLES_GLOB, TELEMETRY
+from llmbench.core.run_folder import STEP_CLOCK as STEP_CLOCK_FILE
 from llmbench.telemetry.energy import WindowEnergy, window_energy
 from llmbench.telemetry.frames import read_samples
 from llmbench.telemetry.sampler import status_path
-from llmbench.telemetry.sampling import SAMPLES_GLOB
 
 
 def read_step_clock(attempt_dir: Path) -> pd.DataFrame:
@@ -69,9 +70,6 @@ def run_telemetry(
     return tagged, energy
 
 
-ENERGY_FILE = "energy.json"
-
-
 def read_energy(run_dir: Path) -> dict[str, Any]:
     """The run's ``energy.json`` (written by the train job), or NaN figures saying why not."""
     try:
@@ -82,11 +80,7 @@ def read_energy(run_dir: Path) -> dict[str, Any]:
 
 def sweep_samples(run_dirs: list[Path]) -> pd.DataFrame:
     """Every run's ``telemetry.parquet``, one table (the sweep-wide telemetry table)."""
-    frames = [
-        pd.read_parquet(d / "telemetry.parquet")
-        for d in run_dirs
-        if (d / "telemetry.parquet").exists()
-    ]
+    frames = [pd.read_parquet(d / TELEMETRY) for d in run_dirs if (d / TELEMETRY).exists()]
     frames = [f for f in frames if len(f)]
     if not frames:
         return read_samples([]).assign(

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.run_folder import SAMPLER_LOG, SAMPLES_PATTERN
 from llmbench.telemetry.sampler import DEFAULT_PERIOD_MS
 
-SAMPLES_GLOB = "telemetry-*.csv"
 STOP_TIMEOUT_S = 20.0
 
 
@@ -66,8 +66,8 @@ def sampling(
     if settings is None or not settings.enabled:
         yield None
         return
-    command = sampler_command(settings, str(attempt_dir / "telemetry-%n.csv"), gpu)
-    with open(attempt_dir / "telemetry.log", "wb") as log:
+    command = sampler_command(settings, str(attempt_dir / SAMPLES_PATTERN), gpu)
+    with open(attempt_dir / SAMPLER_LOG, "wb") as log:
         proc = subprocess.Popen(
             command,
             stdout=log,

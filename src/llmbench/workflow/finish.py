@@ -18,9 +18,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from llmbench.core.results_layout import RESULT, RUNS_CSV, RUNS_TABLE, STEPS_TABLE, page, run_file
+from llmbench.core.results_layout import RESULTS as RESULTS_DIR
+from llmbench.core.run_folder import SUMMARY
 from llmbench.text import counted
 
-RESULTS = Path("results")
+RESULTS = Path(RESULTS_DIR)
 MAX_JSON_BYTES = 256 << 20
 
 
@@ -36,14 +39,14 @@ def _read_json(path: Path) -> Any:
 def _outcomes(run_ids: Iterable[str], results: Path, succeeded: bool) -> dict[str, str]:
     """Run id -> status, for the runs with a result."""
     if succeeded:
-        result = _read_json(results / "result.json")
+        result = _read_json(results / RESULT)
         runs = result.get("runs") if isinstance(result, dict) else None
         if isinstance(runs, list):
             by_id = {r.get("run_id"): r.get("status") for r in runs if isinstance(r, dict)}
             return {run: str(by_id[run]) for run in run_ids if by_id.get(run)}
     found = {}
     for run in run_ids:
-        summary = _read_json(results / "runs" / run / "summary.json")
+        summary = _read_json(results / run_file(run, SUMMARY))
         if isinstance(summary, dict) and summary.get("status"):
             found[run] = str(summary["status"])
     return found
@@ -59,11 +62,12 @@ def _counts(outcomes: dict[str, str]) -> str:
 def summary_lines(run_ids: list[str], succeeded: bool, results: Path = RESULTS) -> list[str]:
     """The lines printed at the end of a sweep."""
     outcomes = _outcomes(run_ids, results, succeeded)
-    tables = results / "tables"
+    runs_page = results / page("runs")
+    beside = ", ".join(Path(name).name for name in (RUNS_CSV, RUNS_TABLE, STEPS_TABLE))
     where = [
-        f"tables: {tables / 'runs.html'} (runs.csv, runs.parquet, steps.parquet)",
-        f"why slower: {tables / 'why_slower.html'} (llmbench explain RUN)",
-        f"for tools: {results / 'result.json'}",
+        f"tables: {runs_page} ({beside})",
+        f"why slower: {results / page('why_slower')} (llmbench explain RUN)",
+        f"for tools: {results / RESULT}",
     ]
     if succeeded:
         done = f"sweep done: {counted(len(run_ids), 'run')}"
@@ -82,7 +86,7 @@ def summary_lines(run_ids: list[str], succeeded: bool, results: Path = RESULTS) 
     if missing:
         line += f"; {counted(len(missing), 'run')} without, e.g. {missing[0]}"
     lines = [line, "the same command again continues it (finished runs are kept)"]
-    if (tables / "runs.html").is_file():
+    if runs_page.is_file():
         lines.append("; ".join(where) + " (as the last aggregate step left them)")
     return lines
 

@@ -22,6 +22,7 @@ from typing import Any
 from llmbench.core.devices import device
 from llmbench.core.launchers import is_platform
 from llmbench.core.preflight_settings import PreflightSettings, resolve_preflight
+from llmbench.core.results_layout import NODES_PAGE, PAGES, RESULTS, results_paths
 from llmbench.core.runspec import RunSpec
 from llmbench.core.site_file import with_site_file
 from llmbench.core.stage import (
@@ -46,8 +47,8 @@ from llmbench.launch.slurm import SBATCH_ENVIRONMENT
 from llmbench.workflow import rule_values, spec_cache
 
 SPEC_CACHE = ".snakemake/llmbench/specs.json"
-PREFLIGHT_EXCLUDE = "results/preflight/exclude.json"
-PREFLIGHT_FABRIC = "results/preflight/fabric.json"
+PATHS = results_paths()
+"""Where the rules write in ``results/`` (``llmbench.core.results_layout``)."""
 NOTHING = "(?!)"
 """A wildcard constraint that matches nothing (no such file in this sweep)."""
 Wildcards = Any
@@ -67,7 +68,7 @@ def load_sweep(
     Snakemake's own ``config`` gets the defaults filled in (the report's captions read it)."""
     if main_process:
         # On a full disk Snakemake's lock and log fail next, in tracebacks: one line instead.
-        space = low_space([Path.cwd(), Path("results")])
+        space = low_space([Path.cwd(), Path(RESULTS)])
         if space:
             exit_with_error(space)
         # The train jobs this process runs end their run when it is gone (job.supervise).
@@ -145,8 +146,9 @@ class Sweep:
         self.preflight: PreflightSettings = resolve_preflight(
             config.get("preflight"), specs, list_nodes=LAUNCHERS[config["launcher"]].nodes
         )
-        self.preflight_exclude = PREFLIGHT_EXCLUDE
-        self.preflight_fabric = PREFLIGHT_FABRIC
+        self.paths = PATHS
+        self.preflight_exclude = PATHS.preflight_exclude
+        self.preflight_fabric = PATHS.preflight_fabric
         self.infra_retries: int = config["failures"]["infra_retries"]
         self.reference_tolerance = float(config["reference"]["tolerance"])
         self._train_params: dict[str, dict[str, Any]] = {}
@@ -164,31 +166,32 @@ class Sweep:
         """A sweep about to run jobs (not a dry run, not "nothing to be done") stops with
         one line when its environment lacks what a launcher needs (a Run:ai secret) or
         results/ cannot be written, before the first job starts."""
-        missing = missing_before_start(self.runs.values()) or not_writable(["results"])
+        missing = missing_before_start(self.runs.values()) or not_writable([RESULTS])
         if missing:
             exit_with_error(missing)
 
     # -- what `rule all` asks for
 
     def all_outputs(self) -> list[str]:
-        """Tables, pages, plots, and the history, preflight and telemetry outputs."""
-        tables = ["runs.parquet", "runs.csv", "steps.parquet", "scaling.md"]
-        pages = ["overview", "runs", "scaling", "references", "failures", "profiles"]
+        """Tables, pages, the result file, plots, and the history, preflight and telemetry
+        outputs: every file the rules write for people and tools."""
+        paths = self.paths
         outputs = [
-            *(f"results/tables/{name}" for name in tables),
-            *(f"results/tables/{name}.html" for name in pages),
-            *(f"results/plots/{group}" for group in self.groups),
+            *(paths.runs_table, paths.runs_csv, paths.steps_table, paths.scaling_md),
+            *(paths.page(name) for name in PAGES),
+            paths.result,
+            *(paths.scaling_plots.format(group=group) for group in self.groups),
         ]
         if self.history["add"]:
-            outputs.append("results/history/added.json")
+            outputs.append(paths.history_added)
         if self.history["path"]:
-            outputs.append("results/history/trends")
+            outputs.append(paths.history_trends)
         if self.preflight.enabled:
-            outputs += ["results/tables/nodes.parquet", "results/tables/nodes.html"]
+            outputs += [paths.nodes_table, paths.page(NODES_PAGE)]
             if self.preflight.fabric:
-                outputs.append(PREFLIGHT_FABRIC)
-        outputs.append("results/tables/telemetry.parquet")
-        outputs += [f"results/plots/telemetry/{group}.svg" for group in self.groups]
+                outputs.append(paths.preflight_fabric)
+        outputs.append(paths.telemetry_table)
+        outputs += [paths.telemetry_plot.format(group=group) for group in self.groups]
         return outputs
 
     # -- setup: image imports and the training venv
@@ -217,7 +220,7 @@ class Sweep:
         inputs = {}
         source = checkpoint_source(spec)
         if source in self.runs:
-            inputs["saved_by"] = f"results/runs/{source}/run.json"
+            inputs["saved_by"] = self.paths.record_of(source)
         imported = image_import(spec)
         if imported is not None:
             inputs["image"] = image_path(self.stage, imported)
@@ -233,9 +236,9 @@ class Sweep:
         every train job twice (benchmarks/dry_run.py)."""
         if not self.preflight.enabled:
             return {}
-        inputs = {"preflight": PREFLIGHT_EXCLUDE}
+        inputs = {"preflight": self.paths.preflight_exclude}
         if self.preflight.fabric:  # GPU clusters: the largest allocation's all-reduce too
-            inputs["fabric"] = PREFLIGHT_FABRIC
+            inputs["fabric"] = self.paths.preflight_fabric
         return inputs
 
     def train_params(self, wildcards: Wildcards) -> dict[str, Any]:
@@ -248,7 +251,7 @@ class Sweep:
                 # Changes exactly when the reported attempt did not succeed
                 # (job.attempts), so rerunning the same command redoes failed runs.
                 "retry_of": retry_token(
-                    f"results/runs/{run}", self.config["failures"]["keep_failed"]
+                    self.paths.run_dir(run), self.config["failures"]["keep_failed"]
                 ),
                 "env": rule_values.launch_env(
                     spec, self.stage, self.config["master_addr"], self.config.get("hf_home")
@@ -276,7 +279,7 @@ class Sweep:
         if key not in self._train_resources:
             self._train_resources[key] = rule_values.train_resources(
                 self.runs[run],
-                Path("results/runs") / run,
+                Path(self.paths.run_dir(run)),
                 attempt,
                 self.config["slurm"],
                 self.config["threads_per_rank"],
@@ -313,14 +316,14 @@ class Sweep:
     def run_records(self, wildcards: Wildcards) -> list[str]:
         """A callable, not a list in the rule: built with the job that needs it, not each
         time a job reads the Snakefile."""
-        return [f"results/runs/{run}/run.json" for run in self.runs]
+        return [self.paths.record_of(run) for run in self.runs]
 
     def run_dirs(self, wildcards: Wildcards) -> list[str]:
-        return [f"results/runs/{run}" for run in self.runs]
+        return [self.paths.run_dir(run) for run in self.runs]
 
     def peak_inputs(self, wildcards: Wildcards) -> dict[str, str]:
         needs_cpu = any(device(s.gpu_type).peak == "measured" for s in self.runs.values())
-        return {"cpu_peak": "results/calibration/cpu_peak.json"} if needs_cpu else {}
+        return {"cpu_peak": self.paths.cpu_peak} if needs_cpu else {}
 
     def reference_input(self, wildcards: Wildcards) -> dict[str, str]:
         path = self.config["reference"]["file"]
@@ -329,7 +332,7 @@ class Sweep:
     def aggregate_preflight_input(self, wildcards: Wildcards) -> dict[str, str]:
         """The nodes table where preflight runs: the cluster's fabric where the site names
         none, and node health for "Why slower"."""
-        return {"nodes": "results/tables/nodes.parquet"} if self.preflight.enabled else {}
+        return {"nodes": self.paths.nodes_table} if self.preflight.enabled else {}
 
     def group_runs(self, wildcards: Wildcards) -> list[str]:
         return self.groups[wildcards.group]
@@ -348,9 +351,9 @@ class Sweep:
     # -- history
 
     def history_trend_inputs(self, wildcards: Wildcards) -> dict[str, str]:
-        inputs = {"runs": "results/tables/runs.parquet", "sweep": "results/tables/sweep.json"}
+        inputs = {"runs": self.paths.runs_table, "sweep": self.paths.sweep}
         if self.history["add"]:  # the trends then include this sweep as stored
-            inputs["added"] = "results/history/added.json"
+            inputs["added"] = self.paths.history_added
         return {**inputs, **self.reference_input(wildcards)}
 
     def trend_labels(self, wildcards: Wildcards) -> dict[str, str]:
@@ -366,12 +369,12 @@ class Sweep:
 
     def preflight_excluded(self) -> str:
         """Nodes the gate excluded (comma-separated; empty before it ran or without it)."""
-        if not self.preflight.enabled or not os.path.exists(PREFLIGHT_EXCLUDE):
+        if not self.preflight.enabled or not os.path.exists(self.paths.preflight_exclude):
             return ""
-        return ",".join(read_excluded(PREFLIGHT_EXCLUDE))
+        return ",".join(read_excluded(self.paths.preflight_exclude))
 
     def preflight_node_results(self) -> list[str]:
-        return [f"results/preflight/nodes/{node}.json" for node in self.preflight.nodes]
+        return [self.paths.preflight_node.format(node=node) for node in self.preflight.nodes]
 
     def preflight_node_constraint(self) -> str:
         return "|".join(map(re.escape, self.preflight.nodes)) or NOTHING

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from llmbench.aggregate.explain_inputs import explain_results
 from llmbench.aggregate.explanation import as_json, as_text
+from llmbench.core.results_layout import RESULTS
 from llmbench.errors import ConfigError
 
 FORMATS = ("text", "json")
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("runs", nargs="*", metavar="RUN", help="run id(s) of the runs table")
     parser.add_argument("--all", action="store_true", help="every run slower or without verdict")
-    parser.add_argument("--results", default="results", help="the sweep's results folder")
+    parser.add_argument("--results", default=RESULTS, help="the sweep's results folder")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.set_defaults(func=run)
 

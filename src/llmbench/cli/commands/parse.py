@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core import run_folder
 from llmbench.core.metrics import DEFAULT_WINDOW
 from llmbench.errors import ConfigError, ParseError
 from llmbench.parsers import (
@@ -69,8 +70,8 @@ def parse_window(text: str) -> Window:
 def is_training_log(path: Path) -> bool:
     """The spec's layouts: `log-<name>.out`, NeMo `*.out`, MaxText `log-maxtext-*.out`,
     and llmbench's `results/runs/<run>/attempt-*/train.log`; never `sbatch_*.out`."""
-    if path.name == "train.log":
-        return path.parent.name.startswith("attempt-")
+    if path.name == run_folder.LOG:
+        return path.parent.name.startswith(run_folder.ATTEMPT_PREFIX)
     return path.suffix == ".out" and not path.name.startswith("sbatch_")
 
 
@@ -86,7 +87,7 @@ def find_training_logs(root: Path) -> Iterator[Path]:
 
 
 def experiment_name(path: Path) -> str:
-    if path.name == "train.log" and path.parent.name.startswith("attempt-"):
+    if path.name == run_folder.LOG and path.parent.name.startswith(run_folder.ATTEMPT_PREFIX):
         return f"{path.parent.parent.name}/{path.parent.name}"
     stem = path.stem
     return stem[len("log-") :] if stem.startswith("log-") else stem

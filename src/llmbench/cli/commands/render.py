@@ -17,6 +17,8 @@ from typing import Any
 
 from llmbench.cli.commands.plan import add_config_arguments, checked_specs, specs_of
 from llmbench.core.catalog import load_catalog
+from llmbench.core.results_layout import RENDER, RESULTS
+from llmbench.core.run_folder import ENTRY_CONFIG as ENTRY_CONFIG_FILE
 from llmbench.core.run_ids import RunIdError, sweep_entry_for
 from llmbench.core.runspec import RunSpec
 from llmbench.core.yamlfile import read_yaml_file
@@ -27,8 +29,7 @@ from llmbench.launch.entry import entry_module
 from llmbench.launch.variants import variant_parts
 from llmbench.ranks.entrypoints.common import launch_options
 
-ENTRY_CONFIG_FILE = "entry_config.json"
-DEFAULT_FOLDER = "results/render"
+DEFAULT_FOLDER = f"{RESULTS}/{RENDER}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.core.run_folder import PGLE_DIR
 from llmbench.errors import LaunchError
 from llmbench.ranks.entrypoints.common import EntryOptions, parse_args, pick
 
@@ -90,7 +91,6 @@ def argv_for(options: EntryOptions) -> list[str]:
     ]
 
 
-PGLE_DIR = "pgle"
 """In the attempt folder: the profile pass's log, rank 0's Nsight report, the schedule."""
 LHS_ON = "--xla_gpu_enable_latency_hiding_scheduler=true"
 
