@@ -124,6 +124,16 @@ def test_derived_metrics_by_hand() -> None:
     assert row["peak_source"] == "measured"
 
 
+def test_a_record_naming_the_release_spec_is_a_dgxc_2025_row() -> None:
+    """An older run's record may name the default release by its former name, ``spec``:
+    its row says dgxc-2025, as a record that names no release does."""
+    old, new = record(gpus=2), record(gpus=4)
+    old["spec"]["release"] = "spec"
+    assert "release" not in new["spec"]
+    table = runs_table_from_records([(old, SUMMARY, None), (new, SUMMARY, None)], TRAIN_TOKENS)
+    assert table["release"].tolist() == ["dgxc-2025", "dgxc-2025"]
+
+
 def test_documented_formulas_hold_for_every_kind_of_row() -> None:
     """Successes at several scales and step times, a failed exit with a full log, no data,
     a zero step time, a killed attempt and an unknown peak, in one table."""

@@ -36,7 +36,7 @@ PREFIX = "llmbench plan: error: config.yaml: "
 
 REFUSED = {
     "PL1": ({"sweeps": [{**MB70, "release": "v99.99"}]},
-            ("sweeps[0].release: 'v99.99' is not a release", "allowed: spec, v26.08")),
+            ("sweeps[0].release: 'v99.99' is not a release", "allowed: dgxc-2025, v26.08")),
     "PL3": ({"sweeps": [{**MB70, "release": 26.08}]},
             ("sweeps[0].release: 26.08 is a number, not text", 'quoted: "26.08"')),
     "PL4": ({"sweeps": [{**MB70, "release": 2608}]}, ("sweeps[0].release: 2608 is a number",)),
@@ -45,20 +45,20 @@ REFUSED = {
     "PL6": ({"sweeps": [{**MB70, "release": None}]},
             ("sweeps[0].release: None is not of type 'string'",)),
     "PL7": ({"sweeps": [{**MB70, "release": ""}]},
-            ("sweeps[0].release: '' is not a release", "allowed: spec, v26.08")),
+            ("sweeps[0].release: '' is not a release", "allowed: dgxc-2025, v26.08")),
     "PL9": ({"sweeps": [{**MB70, "release": "v26.8"}]}, ("'v26.8' is not a release",)),
     "PL10": ({"sweeps": [{**MB70, "release": {"v": 26.08}}]},
              ("sweeps[0].release: {'v': 26.08} is not of type 'string'",)),
     "PL11": ({"sweeps": [{**MB70, "release": True}]}, ("sweeps[0].release: True is not of",)),
     "PL12": ({"sweeps": [{**MB70, "release": "all"}]},
-             ("'all' selects every release in `llmbench recipes`", "allowed: spec, v26.08")),
+             ("'all' selects every release in `llmbench recipes`", "allowed: dgxc-2025, v26.08")),
     "PL13": ({"sweeps": [{**TINY, "release": "v26.08"}]},
-             ("sweeps[0].release: 'v26.08' is not allowed for this workload; allowed: spec",)),
+             ("sweeps[0].release: 'v26.08' is not allowed for this workload; allowed: dgxc-2025",)),
     "PL14": ({"sweeps": [{**NEMO, "release": "v26.08"}]},
-             ("release=v26.08 is not a release of llama3.1-nemo 8b; allowed: spec",)),
+             ("release=v26.08 is not a release of llama3.1-nemo 8b; allowed: dgxc-2025",)),
     "PL15": ({"sweeps": [{**NEMO, "workload": "nemotron4-nemo", "sizes": ["15b"],
                           "scales": [16], "release": "v26.08"}]},
-             ("release=v26.08 is not a release of nemotron4-nemo 15b; allowed: spec",)),
+             ("release=v26.08 is not a release of nemotron4-nemo 15b; allowed: dgxc-2025",)),
     "PL16": ({"sweeps": [{**DS, "gpu_type": "h100"}]},
              ("gpus=512 is not a scale of deepseek-v3-mbridge 671b bf16 on h100; allowed: 1024",)),
     "PL17": ({"sweeps": [{**MB70, "dtypes": ["nvfp4"]}]},
@@ -66,9 +66,9 @@ REFUSED = {
     "PL18": ({"sweeps": [{**DS, "scales": [8]}]},
              ("gpus=8 is not a scale of deepseek-v3-mbridge 671b bf16 on gb300",)),
     "PL19": ({"sweeps": [{**MB70, "sizes": ["8b"]}]},
-             ("release=v26.08 is not a release of llama3.1-mbridge 8b; allowed: spec",)),
+             ("release=v26.08 is not a release of llama3.1-mbridge 8b; allowed: dgxc-2025",)),
     "PL20": ({"sweeps": [{**DS, "release": "spec"}]},
-             ("release=spec is not a release of deepseek-v3-mbridge 671b; allowed: v26.08",)),
+             ("release=dgxc-2025 is not a release of deepseek-v3-mbridge 671b; allowed: v26.08",)),
     "PL21": ({"sweeps": [{**DS, "workload": "qwen3-mbridge", "sizes": ["30b-a3b"]}]},
              ("gpus=512 is not a scale of qwen3-mbridge 30b-a3b bf16 on gb300",)),
     "PL22": ({"sweeps": [{**MB70, "dtypes": ["mxfp8"]}]},
@@ -83,7 +83,7 @@ REFUSED = {
               "sweeps[0]",)),
     "PL30": ({"sweeps": [{**MB70, "release": "spec", "dtypes": ["bf16"], "scales": [64]},
                          {**MB70, "dtypes": ["bf16"], "scales": [64]}]},
-             ("sweeps[0]: dtype=bf16 is not a dtype of llama3.1-mbridge 70b in release spec; "
+             ("sweeps[0]: dtype=bf16 is not a dtype of llama3.1-mbridge 70b in release dgxc-2025; "
               "allowed: fp8 (release v26.08 has dtype bf16)",)),
 }  # fmt: skip
 
@@ -141,7 +141,7 @@ def test_PL28_one_model_in_two_releases_says_what_happens(sandbox, capsys) -> No
     assert code == 0 and runs == ["llama3.1-mbridge_70b_fp8_h100x64_perf",
                                   "llama3.1-mbridge_70b_fp8_h100x512-v26.08_perf"]  # fmt: skip
     (line,) = warnings(err)
-    assert "llama3.1-mbridge 70b runs in releases spec and v26.08: each run takes its own " in line
+    assert "llama3.1-mbridge 70b runs in releases dgxc-2025 and v26.08: each run takes its " in line
 
 
 def exemplar() -> dict:
@@ -181,9 +181,9 @@ def test_PL34_an_alias_bomb_is_one_short_line(sandbox, capsys) -> None:
 # --- recipes --release -----------------------------------------------------------------
 
 RECIPES_REFUSED = {
-    "RC1": (["--release", "v99.99"], ("release: 'v99.99' is not a release", "allowed: spec, "
+    "RC1": (["--release", "v99.99"], ("release: 'v99.99' is not a release", "allowed: dgxc-2025, "
                                       "v26.08, all")),
-    "RC2": (["--release", ""], ("release: '' is not a release; allowed: spec, v26.08, all",)),
+    "RC2": (["--release", ""], ("release: '' is not a release; allowed: dgxc-2025, v26.08, all",)),
     "RC6": (["--release", "../../etc/passwd"], ("release: '../../etc/passwd' is not a release",)),
     "RC9": (["--dtype", "NVFP4"], ("dtype=NVFP4 is not a dtype; allowed: bf16, fp8, nvfp4",)),
     "RC12": (["--release", "v26.08", "--workload", "tiny-llama"],
@@ -199,12 +199,12 @@ EMPTY = {
             "no nvfp4 row has gpu_type h100 in release v26.08; its gpu_types there: b200, "
             "b300, gb200, gb300"),
     "RC11": (["--release", "spec", "--workload", "deepseek-v3-mbridge"],
-             "deepseek-v3-mbridge is not in release spec (it has llama2-maxtext, "
+             "deepseek-v3-mbridge is not in release dgxc-2025 (it has llama2-maxtext, "
              "llama3.1-mbridge, llama3.1-nemo, nemotron4-nemo); it is in: v26.08 "
              "(--release v26.08)"),
     "RC17": (["--release", "v26.08", "--workload", "llama3.1-nemo"],
              "llama3.1-nemo is not in release v26.08 (it has deepseek-v3-mbridge, "
-             "llama3.1-mbridge, qwen3-mbridge); it is in: spec (--release spec)"),
+             "llama3.1-mbridge, qwen3-mbridge); it is in: dgxc-2025 (--release dgxc-2025)"),
 }  # fmt: skip
 
 
@@ -235,13 +235,13 @@ def rows(args: list[str], capsys) -> list[dict]:
 @pytest.mark.parametrize(
     ("case", "release", "wanted"),
     [("RC3", "V26.08", "v26.08"), ("RC4", "ALL", "all"), ("RC5", "v26.08 ", "v26.08"),
-     ("RC10", "all", "all")],
+     ("RC10", "all", "all"), ("RC12", "spec", "dgxc-2025"), ("RC13", " Spec", "dgxc-2025")],
 )  # fmt: skip
 def test_recipes_release_is_normalised(case, release, wanted, sandbox, capsys) -> None:
     got = rows(["--release", release], capsys)
     assert got == rows(["--release", wanted], capsys) and got
     if wanted == "all":
-        assert {r.get("release", "spec") for r in got} == {"spec", "v26.08"}
+        assert {r.get("release", "dgxc-2025") for r in got} == {"dgxc-2025", "v26.08"}
     else:
         assert {r["release"] for r in got} == {wanted}
 

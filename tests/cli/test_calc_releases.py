@@ -53,7 +53,7 @@ def test_release_option_is_read_by_the_one_rule(capsys):
             "--step-time", "10.4224"]  # fmt: skip
     assert _json(capsys, "--release", " V26.08", *args)["release"] == "v26.08"
     assert main(["calc", "--release", "v2", *args]) == 2
-    assert "release: 'v2' is not a release; allowed: spec, v26.08" in capsys.readouterr().err
+    assert "release: 'v2' is not a release; allowed: dgxc-2025, v26.08" in capsys.readouterr().err
 
 
 def test_qwen3_235b_from_its_published_row():
@@ -114,7 +114,7 @@ def test_calc_gives_what_the_runs_table_gives(capsys, entry, step_time_s):
     summary = {**SUMMARY, "step_time_mean_s": step_time_s, "step_time_last_s": step_time_s}
     [runs] = runs_table_from_records([(record, summary, peak_for(record["spec"], None))],
                                      1e12).to_dict("records")  # fmt: skip
-    out = _json(capsys, "--release", spec.release or "spec", "--workload", spec.workload,
+    out = _json(capsys, "--release", spec.release, "--workload", spec.workload,
                 "--size", spec.size, "--dtype", spec.dtype, "--gpu-type", spec.gpu_type,
                 "--gpus", str(spec.gpus), "--step-time", str(step_time_s))  # fmt: skip
     assert out["tokens_per_s_per_gpu"] == runs["tokens_per_s_per_gpu"]
@@ -137,7 +137,7 @@ def test_the_output_says_where_the_gbs_comes_from(capsys):
 
 CASES = {  # case id -> (arguments, the error's words; None: computed, exit 0)
     "CA1": ([*DEEPSEEK, "--dtype", "nvfp4", "--gpu-type", "gb300", "--gpus", "512",
-             "--step-time", "10"], ["release=spec is not a release of deepseek-v3-mbridge",
+             "--step-time", "10"], ["release=dgxc-2025 is not a release of deepseek-v3-mbridge",
                                     "allowed: v26.08 (--release)"]),
     "CA2": ([*V2608, *QWEN_235B, "--dtype", "fp8", "--gpu-type", "gb300", "--gpus", "512",
              "--step-time", "5"], None),

@@ -77,7 +77,7 @@ def test_a_config_mixing_releases_plans(mixed, capsys) -> None:
     out = capsys.readouterr().out
     lines = {line.split()[0]: line.split() for line in out.splitlines() if "_perf" in line}
     assert set(lines) == {SPEC_RUN, *V2608_RUNS}
-    assert lines[SPEC_RUN][8] == "spec" and {lines[r][8] for r in V2608_RUNS} == {"v26.08"}
+    assert lines[SPEC_RUN][8] == "dgxc-2025" and {lines[r][8] for r in V2608_RUNS} == {"v26.08"}
     # the v26.08 FP8 run's estimate from its summary row: GBS 256 on 64 GB200s at 4224
     # tokens/s/GPU is 7.76 s a step
     assert lines[V2608_RUNS[0]][11] == f"{256 * 8192 / (4224 * 64):.2f}"
@@ -125,7 +125,7 @@ def test_the_exemplar_suite_config_plans_its_512_gpu_runs() -> None:
     assert precision["deepseek-v3-mbridge", "671b", "b300", "nvfp4"] == "nvfp4"
 
 
-@pytest.mark.parametrize(("release", "rows"), [("v26.08", "v26.08"), (None, "spec")])
+@pytest.mark.parametrize(("release", "rows"), [("v26.08", "v26.08"), (None, "dgxc-2025")])
 def test_recipes_lists_a_release(release, rows, capsys) -> None:
     assert cli_main(["recipes", *(["--release", release] if release else [])]) == 0
     lines = capsys.readouterr().out.splitlines()

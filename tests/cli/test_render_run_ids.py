@@ -110,9 +110,9 @@ BAD = {  # run id (and options) -> the words of its one line
     "qwen3-mbridge_235b-a22b_bf16_h100x256-v26.08_fast": ["variant 'fast'", "allowed: perf"],
     "gpt_8b_bf16_h100x8_perf": ["workload=gpt is not a workload", "llama3.1-nemo"],
     "llama3.1-nemo_8b_bf16_h100x8-strong_perf": ["scaling=strong", "allowed: weak"],
-    "qwen3-mbridge_235b-a22b_bf16_h100x256_perf": ["release=spec is not a release",
+    "qwen3-mbridge_235b-a22b_bf16_h100x256_perf": ["release=dgxc-2025 is not a release",
                                                    "allowed: v26.08", "h100x256-v26.08"],
-    QWEN + " --release spec": ["of release v26.08, not --release spec",
+    QWEN + " --release spec": ["of release v26.08, not --release dgxc-2025",
                                "or --release v26.08"],
     "llama3.1-nemo_8b_bf16_h100x48_perf": ["gpus=48 is not a scale"],
 }  # fmt: skip

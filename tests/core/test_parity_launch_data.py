@@ -16,7 +16,7 @@ CATALOG = load_catalog()
 
 
 V2608 = release_runs("v26.08")
-SPEC = release_runs("spec")
+SPEC = release_runs("dgxc-2025")
 MOE = [s for s in V2608 if s.workload != "llama3.1-mbridge"]
 OPGWOS = ("optimizer.overlap_param_gather_with_optimizer_step",
           "comm_overlap.overlap_param_gather_with_optimizer_step")  # fmt: skip

@@ -13,7 +13,7 @@ from llmbench.core.runspec import RunSpec, reference_time_limit_min
 from llmbench.launch.launchers import render_launch_script
 from tests.helpers import release_runs
 
-SPEC_RUNS = release_runs("spec")
+SPEC_RUNS = release_runs("dgxc-2025")
 V2608_RUNS = release_runs("v26.08")
 
 OLDEST_PARITY = {
@@ -54,7 +54,7 @@ def test_every_catalog_run_writes_its_parity_as_before_and_reads_it_back() -> No
 
 
 def test_a_run_without_a_reference_writes_an_empty_block() -> None:
-    (spec,) = release_runs("spec", sweeps=[{"workload": "tiny-llama", "sizes": ["tiny"],
+    (spec,) = release_runs("dgxc-2025", sweeps=[{"workload": "tiny-llama", "sizes": ["tiny"],
                                             "dtypes": ["fp32"], "gpu_type": "cpu",
                                             "scales": [1]}], container="none")  # fmt: skip
     assert spec.parity == NO_PARITY and not spec.parity.has_reference

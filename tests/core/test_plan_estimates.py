@@ -69,7 +69,8 @@ def test_another_dtype_on_the_gpu_type_comes_before_the_dtype_elsewhere() -> Non
 
 
 def test_a_published_row_is_used_as_it_is_and_the_cpu_gets_none() -> None:
-    step_s, basis = estimate_step(spec("llama3.1-nemo", "8b", "bf16", "h100", 8, "spec"), STEPS)
+    run = spec("llama3.1-nemo", "8b", "bf16", "h100", 8, "dgxc-2025")
+    step_s, basis = estimate_step(run, STEPS)
     assert (step_s, basis) == (12.27, PUBLISHED)
     tiny = check_config({"sweeps": [{"workload": "tiny-llama", "sizes": ["tiny"],
                                      "dtypes": ["fp32"], "gpu_type": "cpu", "scales": [1]}]},

@@ -51,7 +51,7 @@ def test_every_row_says_what_it_is_comparable_with():
     assert {r.workload for r in SUMMARIES if r.container.endswith("26.06.01")} == {
         "qwen3-mbridge", "deepseek-v3-mbridge",
     }  # fmt: skip
-    assert {r.release for r in SUMMARIES if r.container.endswith(":25.09")} == {"spec"}
+    assert {r.release for r in SUMMARIES if r.container.endswith(":25.09")} == {"dgxc-2025"}
 
 
 def test_every_v2608_model_and_gpu_type_with_a_public_row_has_one():

@@ -1,6 +1,7 @@
 """The versioned catalog: every row belongs to a reference release through its document; a
-sweep entry names its release (the spec's by default, so a config that names none keeps its
-meaning); release v26.08 holds exemplar-performance v26.08.00's recipes."""
+sweep entry names its release (dgxc-2025, the spec's documents, by default, so a config that
+names none keeps its meaning; `spec`, its former name, still means it); release v26.08
+holds exemplar-performance v26.08.00's recipes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from llmbench.core.catalog import load_catalog
 from llmbench.core.config import run_specs, validate_config
-from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN
+from llmbench.core.runspec import GROUP_ID_PATTERN, RUN_ID_PATTERN, RunSpec
 from llmbench.errors import ConfigError
 from tests.helpers import tiny_sweep
 
@@ -19,19 +20,19 @@ V2608 = "v26.08"
 
 
 def test_releases_and_their_documents():
-    assert CATALOG.releases() == ["spec", V2608]
-    spec, later = CATALOG.release("spec"), CATALOG.release(V2608)
+    assert CATALOG.releases() == ["dgxc-2025", V2608]
+    spec, later = CATALOG.release("dgxc-2025"), CATALOG.release(V2608)
     assert len(spec.documents) == 5 and later.documents == ("exemplar-v26.08",)
     assert later.container == "nvcr.io/nvidia/nemo:26.06.01" and later.date == "2026-08-18"
     assert all(CATALOG.document(d).tag for d in (*spec.documents, *later.documents))
-    with pytest.raises(ConfigError, match=r"release=v99\.01 is not a release; allowed: spec, v26"):
+    with pytest.raises(ConfigError, match=r"release=v99\.01 is not a release; allowed: dgxc-20"):
         CATALOG.release("v99.01")
 
 
 def test_the_default_release_is_the_spec_and_every_row_has_a_precision():
     spec_rows = CATALOG.rows(include_superseded=True)
     every = CATALOG.rows(include_superseded=True, release=None)
-    assert {r.release for r in spec_rows} == {"spec"}
+    assert {r.release for r in spec_rows} == {"dgxc-2025"}
     assert len(every) == len(spec_rows) + len(CATALOG.rows(release=V2608))
     assert CATALOG.workloads() == [
         "llama2-maxtext", "llama3.1-mbridge", "llama3.1-nemo", "nemotron4-nemo",
@@ -101,23 +102,46 @@ def test_a_config_mixing_releases_gives_distinct_runs():
     for spec in (spec_run, later, tiny):
         assert re.fullmatch(RUN_ID_PATTERN, spec.run_id), spec.run_id
         assert re.fullmatch(GROUP_ID_PATTERN, spec.group_id), spec.group_id
-    # a spec run's record is what it was: no release, no precision field
+    # a dgxc-2025 run's record is what it was: no release, no precision field
     assert "release" not in spec_run.to_dict() and later.to_dict()["release"] == V2608
 
 
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"release": "v99.01"}, "sweeps[0].release: 'v99.01' is not a release; allowed: spec, "
-                                "v26.08 (any case, surrounding spaces ignored)"),
+        ({"release": "v99.01"}, "sweeps[0].release: 'v99.01' is not a release; allowed: "
+                                "dgxc-2025, v26.08 (any case, surrounding spaces ignored; spec "
+                                "is the former name of dgxc-2025)"),
         ({"release": "latest"}, "sweeps[0].release: 'latest' is not a release"),
-        ({"workload": "qwen3-mbridge", "sizes": ["30b-a3b"]}, "release=spec is not a release"),
+        ({"workload": "qwen3-mbridge", "sizes": ["30b-a3b"]}, "release=dgxc-2025 is not a release"),
     ],
 )  # fmt: skip
 def test_a_bad_release_is_one_line(entry, message):
     with pytest.raises(ConfigError) as err:
         run_specs(validate_config({"sweeps": [sweep(**entry)]}))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("written", ["spec", " SPEC ", "dgxc-2025"])
+def test_the_former_name_spec_is_dgxc_2025(written):
+    """`release: spec` (the default release's former name) is dgxc-2025: the same runs,
+    ids and records as an entry that names no release."""
+    assert CATALOG.release_name(written) == CATALOG.release_name(written, True) == "dgxc-2025"
+    named = run_specs(validate_config({"sweeps": [sweep(release=written)]}))
+    unnamed = run_specs(validate_config({"sweeps": [sweep()]}))
+    assert [s.to_dict() for s in named] == [s.to_dict() for s in unnamed]
+    assert (named[0].release, named[0].run_id) == ("dgxc-2025", unnamed[0].run_id)
+    assert named[0].run_id == "llama3.1-mbridge_70b_fp8_gb300x64_perf"
+
+
+def test_a_stored_run_spec_naming_spec_reads_back_in_dgxc_2025():
+    """A run_spec.json that names the release by its former name reads back as one that
+    names none: release dgxc-2025, the same run id and record."""
+    (run,) = run_specs(validate_config({"sweeps": [sweep()]}))
+    stored = {**run.to_dict(), "release": "spec", "precision": ""}
+    back = RunSpec.from_dict(stored)
+    assert (back.release, back.run_id) == ("dgxc-2025", run.run_id)
+    assert back.to_dict() == run.to_dict()
 
 
 def test_the_embedded_workload_has_no_other_release():

@@ -22,7 +22,7 @@ def test_a_recipe_row_declares_no_parallelism_field_of_its_own() -> None:
 
 def test_every_run_carries_its_rows_parallelism_and_model_shape() -> None:
     catalog = load_catalog()
-    for spec in release_runs("spec") + release_runs("v26.08"):
+    for spec in release_runs("dgxc-2025") + release_runs("v26.08"):
         row = catalog.row(spec.workload, spec.size, spec.dtype, spec.gpu_type, spec.gpus,
                           spec.scaling, release=spec.release)  # fmt: skip
         assert tuple(spec.parallelism) == PARALLELISM_FIELDS, spec.run_id

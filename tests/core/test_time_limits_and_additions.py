@@ -16,7 +16,7 @@ CATALOG = load_catalog()
 
 
 V2608 = release_runs("v26.08")
-SPEC = release_runs("spec")
+SPEC = release_runs("dgxc-2025")
 
 
 # --- time limits ----------------------------------------------------------------------

@@ -120,6 +120,23 @@ def test_added_column_reads_as_null_in_older_sweeps(tmp_path: Path) -> None:
     assert list(picked.columns) == ["run_id", "power_w", "cluster", "date", "sweep"]
 
 
+def test_an_older_sweeps_release_spec_reads_back_as_dgxc_2025(tmp_path: Path) -> None:
+    """A runs table an older llmbench stored names the default release ``spec`` (its
+    former name): it reads back as dgxc-2025, beside a newer sweep's, other releases as
+    they are; the stored file is not rewritten."""
+    history = open_history(tmp_path / "h")
+    releases = ["spec"] * 5 + ["v26.08"]
+    write_results(tmp_path / "old", "eos", T1, runs_hook=lambda r: r.assign(release=releases))
+    write_results(tmp_path / "new", "eos", T2)
+    stored = Path(add_sweep(history, tmp_path / "old").path) / "runs.parquet"
+    add_sweep(history, tmp_path / "new")
+    for columns in (None, ["run_id", "release"]):
+        runs = read_table(history, sweep_index(history), "runs", columns)
+        by_date = runs.groupby("date")["release"].agg(lambda r: sorted(set(r))).to_dict()
+        assert by_date == {"2026-03-01": ["dgxc-2025", "v26.08"], "2026-03-02": ["dgxc-2025"]}
+    assert pq.read_table(stored, columns=["release"])["release"].to_pylist() == releases
+
+
 def test_two_writers_of_different_sweeps_need_no_lock(tmp_path: Path) -> None:
     """Two processes adding at once: both sweeps complete, nothing else in the folders."""
     for i in range(2):

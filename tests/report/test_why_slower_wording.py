@@ -28,7 +28,7 @@ def facts(run_id: str, window: list[float]) -> RunFacts:
     )  # fmt: skip
     row = {"run_id": run_id, "verdict": None, "deviation_pct": None, "workload": "tiny-llama",
            "size": "tiny", "dtype": "fp32", "gpu_type": "cpu", "gpus": 1, "nodes": 1,
-           "global_batch_size": 8, "release": "spec"}  # fmt: skip
+           "global_batch_size": 8, "release": "dgxc-2025"}  # fmt: skip
     return RunFacts(row, Path("results"), steps=steps)
 
 

@@ -55,7 +55,7 @@ def bf16_peak_tflops(gpu_type: str) -> float:
 
 
 def run_precision(spec: Mapping[str, Any]) -> str:
-    """The run's precision recipe: a later release's run records it; a spec run's follows
+    """The run's precision recipe: a later release's run records it; a dgxc-2025 run's follows
     from its dtype and document (the embedded workload's is its dtype)."""
     if spec.get("precision"):
         return str(spec["precision"])

@@ -29,7 +29,7 @@ from llmbench.aggregate.run_facts import (
 )
 from llmbench.core import metrics, run_folder
 from llmbench.core.launchers import cluster_type
-from llmbench.core.runspec import DEFAULT_RELEASE
+from llmbench.core.runspec import DEFAULT_RELEASE, current_release
 from llmbench.job.outcome import run_outcome
 from llmbench.telemetry.energy import ENERGY_DTYPES, WindowEnergy
 
@@ -181,7 +181,7 @@ def spec_columns(
     cols: dict[str, list[Any]] = {"run_id": [rec["run_id"] for rec in records]}
     for key in ("workload", "size", "dtype", "gpu_type", "gpus", "nodes", "scaling", "variant"):
         cols[key] = [spec[key] for spec in specs]
-    cols["release"] = [spec.get("release") or DEFAULT_RELEASE for spec in specs]
+    cols["release"] = [current_release(spec.get("release") or DEFAULT_RELEASE) for spec in specs]
     cols["precision"] = [run_precision(spec) for spec in specs]
     cols["model"] = [run_model(spec["workload"], spec["size"]) for spec in specs]
     cols["attempt"] = [rec["attempt"] for rec in records]

@@ -15,9 +15,21 @@ from llmbench.core.parity_settings import NO_PARITY, ParitySettings
 from llmbench.core.platform_site import Site, parse_site
 
 _NAME = r"[a-z0-9][a-z0-9.-]*"
-DEFAULT_RELEASE = "spec"
-"""The release of a run whose sweep entry names none (the spec's documents): its ids carry
-no release; another release's ids end their scale (group) part with ``-<release>``."""
+DEFAULT_RELEASE = "dgxc-2025"
+"""The release of a run whose sweep entry names none (the spec's five documents, tags
+v24.11.1-v25.12 of dgxc-benchmarking): its ids carry no release; another release's ids end
+their scale (group) part with ``-<release>``."""
+FORMER_RELEASE_NAMES = {"spec": DEFAULT_RELEASE}
+"""Former name -> release: a config, a command line or a stored file of an older llmbench
+may still say ``spec``, which is dgxc-2025."""
+
+
+def current_release(name: str) -> str:
+    """``name`` under its release's current name (``spec`` is dgxc-2025): the one mapping
+    the release normaliser and the readers of stored runs use."""
+    return FORMER_RELEASE_NAMES.get(name, name)
+
+
 _RELEASE = r"(?:-v[0-9]{2}\.[0-9]{2})?"
 RUN_ID_PATTERN = (
     rf"{_NAME}_{_NAME}_(?:fp32|bf16|fp8|nvfp4)_[a-z0-9][a-z0-9-]*x[0-9]+(?:-strong)?{_RELEASE}"
@@ -150,7 +162,7 @@ class RunSpec:
     """The reference release the run's recipe row belongs to (``catalog/releases.yaml``)."""
     precision: str = ""
     """The precision recipe the GEMMs run in (``catalog.records.PRECISIONS``) of a later
-    release's run; empty for a spec run, whose dtype and document say it
+    release's run; empty for a dgxc-2025 run, whose dtype and document say it
     (``catalog.records.precision_of``)."""
 
     def __post_init__(self) -> None:
@@ -198,7 +210,7 @@ class RunSpec:
         data["limits"] = dict(vars(self.limits)) if self.limits is not None else None
         data["parity"] = self.parity.to_dict()
         data["run_id"] = self.run_id
-        if self.release == DEFAULT_RELEASE:  # a spec run's files stay as they were
+        if self.release == DEFAULT_RELEASE:  # a default-release run's files stay as they were
             del data["release"], data["precision"]
         return data
 
@@ -212,4 +224,6 @@ class RunSpec:
         if isinstance(fields.get("limits"), dict):
             fields["limits"] = RunLimits(**fields["limits"])
         fields["parity"] = ParitySettings.from_dict(fields.get("parity"))
+        if isinstance(fields.get("release"), str):  # an older run's file may say ``spec``
+            fields["release"] = current_release(fields["release"])
         return cls(**fields)

@@ -2,7 +2,8 @@
 
 A ``SweepReader`` reads tables of the sweeps it is given (rows of ``sweep_index``): first
 each sweep's record, which must match its folder and its own checksum, then the runs or
-steps files, each checked against the record's sha256 before it is parsed. A sweep with
+steps files, each checked against the record's sha256 before it is parsed (a ``release``
+column names each release by its current name: ``spec`` reads as dgxc-2025). A sweep with
 a damaged file is left out of everything read through that reader and kept in
 ``skipped`` with the line that says why, for the command to show; a sweep stored before
 records held checksums is read unchecked and kept in ``unchecked``. An object store that
@@ -23,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from llmbench.core.runspec import current_release
 from llmbench.errors import ConfigError
 from llmbench.history.checked import (
     FILE_SHA256,
@@ -164,7 +166,8 @@ class SweepReader:
             schema = _unified_schema([f for _, (f, _) in found], columns)
             wanted = [c for c in (columns or schema.names) if c not in PARTITIONS]
             dataset = ds.FileSystemDataset([f for _, (f, _) in found], schema, _FORMAT)
-            return dataset.to_table(columns=[*wanted, *PARTITIONS], filter=filter).to_pandas()
+            table = dataset.to_table(columns=[*wanted, *PARTITIONS], filter=filter)
+            return _current_release_names(table.to_pandas())
         except (pa.ArrowException, OSError):
             pass  # a file of an unchecked sweep does not decode: find it, file by file
         readable = []
@@ -184,7 +187,16 @@ class SweepReader:
                 self._leave_out(sweep[2], err)
         if not parts:
             return pd.DataFrame(columns=[*wanted, *PARTITIONS])
-        return pa.concat_tables(parts).to_pandas()
+        return _current_release_names(pa.concat_tables(parts).to_pandas())
+
+
+def _current_release_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each release under its current name: the runs table of an older
+    llmbench says ``spec`` for dgxc-2025, and old and new sweeps must compare. The stored
+    file is left as it is (its checksum is the record's)."""
+    if "release" in frame.columns:
+        frame["release"] = frame["release"].map(current_release, na_action="ignore")
+    return frame
 
 
 def _unified_schema(

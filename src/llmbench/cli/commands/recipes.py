@@ -27,8 +27,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--release",
         default=DEFAULT_RELEASE,
-        help=f"only this reference release (default {DEFAULT_RELEASE}: the spec's documents; "
-        "'all' for every release; e.g. v26.08; any case)",
+        help=f"only this reference release (default {DEFAULT_RELEASE}: the spec's documents, "
+        "formerly named spec; 'all' for every release; e.g. v26.08; any case)",
     )
     parser.add_argument(
         "--include-superseded",

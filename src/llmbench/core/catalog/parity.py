@@ -348,7 +348,7 @@ def built_vocab(tokenizer: Mapping[str, Any], tp: int) -> int | None:
     the model pads that to a multiple of ``make_vocab_size_divisible_by x TP``
     (nemo/lightning/base.py ``get_vocab_size``). Megatron-Bridge: the model config's own
     size, padded the same way only where the data says the model pads it (``divisible_by``:
-    the spec's release, whose model takes its size from the tokenizer); where the recipe
+    the dgxc-2025 release, whose model takes its size from the tokenizer); where the recipe
     sets the model's size (v26.08), setup turns padding off and the size is built as is.
     ``tokenizer``: the run's tokenizer settings (``ParitySettings.tokenizer``).
     """

@@ -24,6 +24,7 @@ from llmbench.core.catalog.records import (
     Workload,
 )
 from llmbench.core.catalog.rules import scale_message, with_overrides
+from llmbench.core.runspec import FORMER_RELEASE_NAMES, current_release
 from llmbench.errors import ConfigError
 
 RELEASE_ALL = "all"
@@ -58,7 +59,7 @@ class Catalog:
 
     # --- names -----------------------------------------------------------------------
     def workloads(self, release: str | None = DEFAULT_RELEASE) -> list[str]:
-        """Workload ids with rows in ``release`` (the spec's by default; None: every
+        """Workload ids with rows in ``release`` (dgxc-2025 by default; None: every
         release's), sorted."""
         if release is None:
             return sorted(self._workloads)
@@ -89,18 +90,20 @@ class Catalog:
         return self._gpus[gpu_type]
 
     def releases(self) -> list[str]:
-        """Release ids, the default (the spec's) first."""
+        """Release ids, the default (dgxc-2025) first."""
         return sorted(self._releases, key=lambda r: (r != DEFAULT_RELEASE, r))
 
     def release_name(self, value: object, allow_all: bool = False) -> str:
         """The release ``value`` names, the one rule for every place a person writes one
         (a sweep entry's ``release:``, ``llmbench recipes --release``, ``calc``): case
         and surrounding spaces do not matter (``" V26.08 "`` is ``v26.08``); ``all``
-        (every release) only where ``allow_all``. Else one line naming the value, quoted
+        (every release) only where ``allow_all``; a former name (``spec``) is its
+        release's current one (``dgxc-2025``). Else one line naming the value, quoted
         (an empty or padded value stays visible), and the releases."""
         allowed = [*self.releases(), *([RELEASE_ALL] if allow_all else [])]
-        if isinstance(value, str) and value.strip().lower() in allowed:
-            return value.strip().lower()
+        name = current_release(value.strip().lower()) if isinstance(value, str) else None
+        if name in allowed:
+            return name
         if not isinstance(value, str):
             shown, why = type(value).__name__, "is not a release name (a string)"
         elif value.strip().lower() == RELEASE_ALL:
@@ -108,9 +111,11 @@ class Catalog:
         else:
             shown = repr(value) if len(value) <= 50 else f"{value[:40]!r}...[{len(value)} chars]"
             why = "is not a release"
+        renamed = FORMER_RELEASE_NAMES.items()
+        former = "; ".join(f"{old} is the former name of {new}" for old, new in renamed)
         raise ConfigError(
             f"release: {shown} {why}; allowed: {', '.join(allowed)} (any case, surrounding "
-            "spaces ignored)"
+            f"spaces ignored; {former})"
         )
 
     def release(self, release: str) -> Release:
@@ -160,7 +165,7 @@ class Catalog:
         release: str | None = DEFAULT_RELEASE,
     ) -> list[RecipeRow]:
         """Catalog rows matching every given filter: superseded rows only on request, the
-        rows of ``release`` (the spec's by default; None: every release's)."""
+        rows of ``release`` (dgxc-2025 by default; None: every release's)."""
         return list(
             self._rows_cached(workload, size, dtype, gpu_type, scaling, include_superseded, release)
         )
