@@ -14,6 +14,7 @@ from llmbench.core import devices
 from llmbench.core.catalog import load_catalog
 from llmbench.errors import ConfigError
 from tests.helpers import REPO
+from tests.switches import python_files, switches
 
 MODULE = REPO / "src/llmbench/core/devices.py"
 """The only file that may say which device kind is which."""
@@ -39,29 +40,10 @@ def device_switches(source: str) -> list[str]:
     """Where ``source`` (Python) decides by a device kind's name: a ``gpu_type`` compared
     (``==``, ``!=``, ``in``) with a kind written in code (a string, a CONSTANT, a literal
     tuple), a ``match`` on it, the literal ``"local-cuda"``, or a table keyed by kinds."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            if any(map(_is_gpu_type, operands)) and any(map(_names_a_kind, operands)):
-                found.append(f"line {node.lineno}: {ast.unparse(node)}")
-        elif isinstance(node, ast.Match) and _is_gpu_type(node.subject):
-            found.append(f"line {node.lineno}: match {ast.unparse(node.subject)}")
-        elif isinstance(node, ast.Constant) and node.value == "local-cuda":
-            found.append(f"line {node.lineno}: the literal 'local-cuda'")
-        elif isinstance(node, ast.Dict):
-            keys = [k for k in node.keys if isinstance(k, ast.Constant) and k.value in KINDS]
-            if len(keys) >= 2:
-                found.append(f"line {node.lineno}: a table keyed by device kinds")
-    return found
+    return switches(source, _is_gpu_type, _names_a_kind, KINDS, "device kinds", ("local-cuda",))
 
 
 SMK_SWITCH = re.compile(r"gpu_type\W[^\n]*(==|!=|\bin\b)|local-cuda")
-
-
-def _python_files() -> list[Path]:
-    roots = [REPO / "src", REPO / "workflow", REPO / "benchmarks"]
-    return sorted(p for root in roots for p in root.rglob("*.py") if p != MODULE)
 
 
 def test_the_check_finds_every_kind_of_switch() -> None:
@@ -83,7 +65,7 @@ def test_the_check_finds_every_kind_of_switch() -> None:
     assert not device_switches('limits = {"cpu": str(cpus)}')
 
 
-@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", python_files({MODULE}), ids=lambda p: str(p.relative_to(REPO)))
 def test_no_code_outside_the_devices_module_branches_on_a_device(path: Path) -> None:
     assert device_switches(path.read_text()) == []
 

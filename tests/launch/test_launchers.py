@@ -17,6 +17,7 @@ from llmbench.core.config import config_schema, run_specs, validate_config
 from llmbench.core.launchers import LAUNCHER_TRAITS, cluster_type, is_platform, launcher_traits
 from llmbench.launch.launchers import LAUNCHERS, Launcher, launcher_for, render_launch_script
 from tests.helpers import REPO, tiny_config
+from tests.switches import python_files, switches
 
 NAMES = frozenset(LAUNCHER_TRAITS)
 REGISTRIES = {
@@ -47,27 +48,10 @@ def launcher_switches(source: str) -> list[str]:
     """Where ``source`` (Python) decides by a launcher's name: a comparison of something
     named launcher with a launcher's name (``==``, ``!=``, ``in``), a ``match`` on it, or a
     table keyed by launcher names."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            if any(map(_mentions_launcher, operands)) and any(map(_names_launchers, operands)):
-                found.append(f"line {node.lineno}: {ast.unparse(node)}")
-        elif isinstance(node, ast.Match) and _mentions_launcher(node.subject):
-            found.append(f"line {node.lineno}: match {ast.unparse(node.subject)}")
-        elif isinstance(node, ast.Dict):
-            keys = [k for k in node.keys if isinstance(k, ast.Constant) and k.value in NAMES]
-            if len(keys) >= 2:
-                found.append(f"line {node.lineno}: a table keyed by launcher names")
-    return found
+    return switches(source, _mentions_launcher, _names_launchers, NAMES, "launcher names")
 
 
 SMK_SWITCH = re.compile(r"launcher\W[^\n]*(==|!=|\bin\b)")
-
-
-def _python_files() -> list[Path]:
-    roots = [REPO / "src", REPO / "workflow", REPO / "benchmarks"]
-    return sorted(p for root in roots for p in root.rglob("*.py") if p not in REGISTRIES)
 
 
 def test_the_check_finds_every_kind_of_switch() -> None:
@@ -84,7 +68,7 @@ def test_the_check_finds_every_kind_of_switch() -> None:
     assert not launcher_switches('run_on = config["setup"]["run_on"] == "local"')
 
 
-@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", python_files(REGISTRIES), ids=lambda p: str(p.relative_to(REPO)))
 def test_no_code_outside_the_registry_branches_on_a_launcher(path: Path) -> None:
     assert launcher_switches(path.read_text()) == []
 

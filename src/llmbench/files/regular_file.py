@@ -18,6 +18,11 @@ _KINDS = {
 }
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is ("a named pipe", ...), from its mode."""
+    return _KINDS.get(stat.S_IFMT(mode), "a special file")
+
+
 class NotRegularFile(OSError):
     """``path`` exists but is not a regular file; ``strerror`` says what it is."""
 
@@ -33,7 +38,7 @@ def open_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "a special file")
+            kind = file_kind(info.st_mode)
             raise NotRegularFile(errno.EINVAL, f"not a regular file but {kind}", os.fspath(path))
         if max_bytes is not None and info.st_size > max_bytes:
             raise TooLarge(
@@ -63,7 +68,7 @@ def regular_file_problem(path: str | os.PathLike[str], max_bytes: int | None = N
     except OSError as err:
         return why_unreadable(err)
     if not stat.S_ISREG(info.st_mode):
-        return f"not a regular file but {_KINDS.get(stat.S_IFMT(info.st_mode), 'a special file')}"
+        return f"not a regular file but {file_kind(info.st_mode)}"
     if max_bytes is not None and info.st_size > max_bytes:
         return f"{info.st_size} bytes, more than {max_bytes}"
     return None

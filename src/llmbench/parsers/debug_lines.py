@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmbench.files.regular_file import open_regular
+from llmbench.files.regular_file import file_kind, open_regular
 
 WINDOW_CHARS = 4096
 """The longest piece of a line handed on at once; longer lines come in windows."""
@@ -30,13 +30,6 @@ OVERLAP_CHARS = 1024
 BLOCK_BYTES = 1 << 16
 UTF16_SNIFF_BYTES = 1024
 
-_KINDS = {
-    stat.S_IFIFO: "a named pipe",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFDIR: "a folder",
-}
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])|\x1b|\x00|\r")
 
 
@@ -57,7 +50,7 @@ def refusal(path: Path) -> str | None:
         return err.strerror or str(err)
     if stat.S_ISREG(info.st_mode):
         return None
-    return "not a regular file but " + _KINDS.get(stat.S_IFMT(info.st_mode), "a special file")
+    return "not a regular file but " + file_kind(info.st_mode)
 
 
 def clean(text: str) -> str:
